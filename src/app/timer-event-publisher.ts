@@ -1,0 +1,42 @@
+/** A timer fired: everything `DueTimeReached` carries (CONTRACT §2). */
+export interface DueTimeReached {
+  readonly tenantId: string;
+  readonly serviceCallId: string;
+  readonly dueAtMs: number;
+  readonly reachedAtMs: number;
+  /** JSON text of `data`, echoed as is; null → the event has no `data` member. */
+  readonly data: string | null;
+  readonly correlationId: string | null;
+}
+
+export type RejectionCode =
+  | "TOO_LARGE"
+  | "INVALID_JSON"
+  | "INVALID_ENVELOPE"
+  | "UNKNOWN_TYPE"
+  | "INVALID_FIELD"
+  | "TENANT_MISMATCH"
+  | "DUE_TOO_FAR";
+
+/** A command was refused: everything `CommandRejected` carries (CONTRACT §2). */
+export interface CommandRejected {
+  /** Event id; the same for every republish of the rejection of one command. */
+  readonly id: string;
+  /** The subject's tenant token when valid, else `_unknown`; names the subject published to. */
+  readonly tenant: string;
+  readonly code: RejectionCode;
+  readonly reason: string;
+  readonly subject: string;
+  readonly commandId?: string;
+  readonly serviceCallId?: string;
+  readonly correlationId?: string;
+}
+
+/**
+ * Publishes the service's events. Each method resolves once the broker has durably accepted the
+ * event (JetStream publish ack) and rejects otherwise.
+ */
+export interface TimerEventPublisher {
+  publishDueTimeReached(event: DueTimeReached): Promise<void>;
+  publishCommandRejected(event: CommandRejected): Promise<void>;
+}

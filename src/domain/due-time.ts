@@ -1,0 +1,62 @@
+/**
+ * Instants on the wire are ISO 8601 date-times with an explicit offset (CONTRACT §2). Inside the
+ * service they are integer milliseconds since the epoch, UTC.
+ */
+
+// date T time, optional seconds and fraction (any length, '.' or ','), then Z or an offset.
+const ISO_DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] as const;
+
+function isLeapYear(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+}
+
+function daysInMonth(year: number, month: number): number {
+  return month === 2 && isLeapYear(year) ? 29 : (DAYS_IN_MONTH[month - 1] ?? 0);
+}
+
+/**
+ * Parses an ISO 8601 date-time that carries an offset into epoch milliseconds; fractional seconds
+ * beyond milliseconds are truncated. Returns undefined for anything else, including a date-time
+ * without an offset (ambiguous) and impossible dates such as February 30.
+ */
+export function parseInstant(text: string): number | undefined {
+  const m = ISO_DATE_TIME.exec(text);
+  if (m === null) return undefined;
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  const hour = Number(m[4]);
+  const minute = Number(m[5]);
+  const second = m[6] === undefined ? 0 : Number(m[6]);
+  const millis = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, "0"));
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
+  if (hour > 23 || minute > 59 || second > 59) return undefined;
+  let offsetMinutes = 0;
+  if (m[8] === undefined) {
+    const offsetHours = Number(m[10]);
+    const offsetMins = Number(m[11]);
+    if (offsetHours > 23 || offsetMins > 59) return undefined;
+    offsetMinutes = (m[9] === "-" ? -1 : 1) * (offsetHours * 60 + offsetMins);
+  }
+  const date = new Date(0);
+  // setUTCFullYear, not Date.UTC: Date.UTC maps years 0..99 to 1900..1999.
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, millis);
+  return date.getTime() - offsetMinutes * 60_000;
+}
+
+/** Formats epoch milliseconds as UTC with milliseconds, e.g. `2026-11-25T22:00:00.000Z`. */
+export function formatInstant(epochMs: number): string {
+  return new Date(epochMs).toISOString();
+}
+
+/**
+ * The id of the `DueTimeReached` for one firing of a timer. It is the same for every republish of
+ * that firing, so the event stream's duplicate window drops a republish after a crash.
+ */
+export function dueEventId(tenantId: string, serviceCallId: string, dueAtMs: number): string {
+  return `${tenantId}:${serviceCallId}:${dueAtMs}`;
+}

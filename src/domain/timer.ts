@@ -1,0 +1,37 @@
+/** The lifecycle of a timer. `Reached` and a `Cancelled` that is never re-armed are final. */
+export type TimerState = "Scheduled" | "Reached" | "Cancelled";
+
+/** A timer is identified by its tenant and the caller's id; tenants never see each other's timers. */
+export interface TimerKey {
+  readonly tenantId: string;
+  readonly serviceCallId: string;
+}
+
+/**
+ * A stored timer.
+ *
+ * `data` is the JSON text of the command's `data` (null when absent or null), kept as text so that it
+ * is echoed byte-for-byte in `DueTimeReached` without being parsed again.
+ * `dueAtMs` is null only for a tombstone: a `CancelTimer` for a key that was never scheduled.
+ * `commandTs` is the largest `timestampMs` of the commands applied to the timer (CONTRACT §3.2).
+ */
+export interface Timer extends TimerKey {
+  readonly state: TimerState;
+  readonly dueAtMs: number | null;
+  readonly data: string | null;
+  readonly correlationId: string | null;
+  readonly commandTs: number;
+  readonly registeredAtMs: number;
+  readonly reachedAtMs: number | null;
+  readonly updatedAtMs: number;
+}
+
+/** A timer that is due to fire: `Scheduled` always has a due time. */
+export interface ScheduledTimer extends Timer {
+  readonly state: "Scheduled";
+  readonly dueAtMs: number;
+}
+
+export function isScheduled(timer: Timer | undefined): timer is ScheduledTimer {
+  return timer !== undefined && timer.state === "Scheduled" && timer.dueAtMs !== null;
+}
