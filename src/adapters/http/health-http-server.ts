@@ -1,0 +1,68 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Registry } from "prom-client";
+
+/** One named condition of readiness; `ok` is read at each request. */
+export interface ReadinessCheck {
+  readonly name: string;
+  ok(): boolean;
+}
+
+/**
+ * GET /metrics (Prometheus text), /healthz (200 while the process runs) and /readyz (200 when every
+ * readiness check passes, else 503, with the checks as JSON). Anything else: 404, or 405 for a
+ * method other than GET/HEAD.
+ */
+export class HealthHttpServer {
+  private readonly server: Server;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly checks: readonly ReadinessCheck[],
+  ) {
+    this.server = createServer((request, response) => {
+      const path = (request.url ?? "/").split("?")[0];
+      const known = path === "/metrics" || path === "/healthz" || path === "/readyz";
+      if (!known) return reply(response, 404, { error: "not found" });
+      if (request.method !== "GET" && request.method !== "HEAD") {
+        response.setHeader("Allow", "GET, HEAD");
+        return reply(response, 405, { error: "method not allowed" });
+      }
+      if (path === "/healthz") return reply(response, 200, { status: "ok" });
+      if (path === "/readyz") {
+        const results = Object.fromEntries(this.checks.map((check) => [check.name, check.ok()]));
+        const ready = Object.values(results).every(Boolean);
+        return reply(response, ready ? 200 : 503, { status: ready ? "ready" : "not ready", checks: results });
+      }
+      this.registry.metrics().then(
+        (text) => {
+          response.writeHead(200, { "Content-Type": this.registry.contentType });
+          response.end(text);
+        },
+        (error: unknown) => reply(response, 500, { error: String(error) }),
+      );
+    });
+  }
+
+  /** Listens and returns the bound address (port 0 picks a free port). */
+  async listen(port: number, host: string): Promise<AddressInfo> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(port, host, () => {
+        this.server.off("error", reject);
+        resolve();
+      });
+    });
+    return this.server.address() as AddressInfo;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+function reply(response: import("node:http").ServerResponse, status: number, body: object): void {
+  response.writeHead(status, { "Content-Type": "application/json" });
+  response.end(JSON.stringify(body));
+}

@@ -1,0 +1,39 @@
+import { dueEventId, formatInstant } from "../../domain/due-time.js";
+import type { CommandRejected, DueTimeReached } from "../../app/timer-event-publisher.js";
+
+/**
+ * JSON text of the events (CONTRACT §2). Built by concatenation so that a timer's stored `data`
+ * text goes out as it is, without a parse and re-serialization per event.
+ */
+
+const json = JSON.stringify;
+
+export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): string {
+  const { tenantId, serviceCallId, dueAtMs, reachedAtMs, data, correlationId } = event;
+  const tenant = json(tenantId);
+  return (
+    `{"id":${json(dueEventId(tenantId, serviceCallId, dueAtMs))},"type":"DueTimeReached","tenantId":${tenant}` +
+    (correlationId === null ? "" : `,"correlationId":${json(correlationId)}`) +
+    `,"timestampMs":${timestampMs},"payload":{"tenantId":${tenant},"serviceCallId":${json(serviceCallId)}` +
+    `,"dueAt":"${formatInstant(dueAtMs)}","reachedAt":"${formatInstant(reachedAtMs)}"` +
+    (data === null ? "" : `,"data":${data}`) +
+    "}}"
+  );
+}
+
+export function commandRejectedJson(event: CommandRejected, timestampMs: number): string {
+  return json({
+    id: event.id,
+    type: "CommandRejected",
+    tenantId: event.tenant,
+    ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
+    timestampMs,
+    payload: {
+      code: event.code,
+      reason: event.reason,
+      subject: event.subject,
+      ...(event.commandId === undefined ? {} : { commandId: event.commandId }),
+      ...(event.serviceCallId === undefined ? {} : { serviceCallId: event.serviceCallId }),
+    },
+  });
+}

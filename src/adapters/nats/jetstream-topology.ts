@@ -1,0 +1,96 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+
+/** Names of the JetStream resources the service uses (CONTRACT §1). */
+export interface TimerTopology {
+  readonly subjectPrefix: string;
+  readonly commandsStream: string;
+  readonly eventsStream: string;
+  readonly consumerName: string;
+}
+
+/** Events are kept this long for subscribers that come later. */
+const EVENTS_MAX_AGE_MS = 7 * 24 * 3_600_000;
+/** The contract's minimum: a republish after a crash and restart lands inside it. */
+const EVENTS_DUPLICATE_WINDOW_MS = 2 * 60_000;
+/** Redelivery of a command that was neither acked nor nak'ed (the service died holding it). */
+const COMMAND_ACK_WAIT_MS = 30_000;
+const COMMAND_MAX_ACK_PENDING = 20_000;
+
+function isNotFound(error: unknown): boolean {
+  return error instanceof JetStreamApiError && error.status === 404;
+}
+
+/**
+ * Creates the two streams and the durable command consumer when missing; existing ones are used
+ * as they are (an operator may have made them with other limits or replicas).
+ */
+export async function ensureTimerTopology(jsm: JetStreamManager, topology: TimerTopology): Promise<void> {
+  const { subjectPrefix, commandsStream, eventsStream, consumerName } = topology;
+  await ensureStream(jsm, commandsStream, () =>
+    jsm.streams.add({
+      name: commandsStream,
+      subjects: [`${subjectPrefix}.commands.>`],
+      // A command is work: it leaves the stream once the service acked (stored) or refused it.
+      retention: RetentionPolicy.Workqueue,
+      storage: StorageType.File,
+    }),
+  );
+  await ensureStream(jsm, eventsStream, () =>
+    jsm.streams.add({
+      name: eventsStream,
+      subjects: [`${subjectPrefix}.events.>`],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      max_age: nanos(EVENTS_MAX_AGE_MS),
+      duplicate_window: nanos(EVENTS_DUPLICATE_WINDOW_MS),
+    }),
+  );
+  try {
+    await jsm.consumers.info(commandsStream, consumerName);
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+    await jsm.consumers.add(commandsStream, {
+      durable_name: consumerName,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `${subjectPrefix}.commands.>`,
+      ack_wait: nanos(COMMAND_ACK_WAIT_MS),
+      max_deliver: -1,
+      max_ack_pending: COMMAND_MAX_ACK_PENDING,
+    });
+  }
+}
+
+async function ensureStream(jsm: JetStreamManager, name: string, create: () => Promise<unknown>): Promise<void> {
+  try {
+    await jsm.streams.info(name);
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+    try {
+      await create();
+    } catch (createError) {
+      // Another instance created it in the meantime: use it as it is.
+      await jsm.streams.info(name).catch(() => Promise.reject(createError));
+    }
+  }
+}
+
+/** Whether the streams and the consumer exist (for the readiness probe). */
+export async function timerTopologyExists(jsm: JetStreamManager, topology: TimerTopology): Promise<boolean> {
+  try {
+    await jsm.streams.info(topology.commandsStream);
+    await jsm.streams.info(topology.eventsStream);
+    await jsm.consumers.info(topology.commandsStream, topology.consumerName);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,101 @@
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsCredentials } from "../../config.js";
+import type { Logger } from "../../app/logger.js";
+import { connectToNats } from "./nats-connection.js";
+import { ensureTimerTopology, type TimerTopology } from "./jetstream-topology.js";
+
+const TOPOLOGY_RETRY_MS = 1_000;
+
+/**
+ * The service's connection to NATS: tracks whether it is connected and whether the streams and the
+ * consumer are in place (readiness), and puts them back after a reconnect — a broker that restarted
+ * with an empty store gets them recreated.
+ */
+export class NatsBroker {
+  connected = true;
+  topologyReady = false;
+  readonly js: JetStreamClient;
+  private ensuring: Promise<void> | undefined;
+  private closing = false;
+
+  private constructor(
+    readonly connection: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    private readonly topology: TimerTopology,
+    private readonly logger: Logger,
+    private readonly onReconnect: () => void,
+  ) {
+    this.js = jetstream(connection, { timeout: 5_000 });
+    void this.watchStatus();
+  }
+
+  /** Connects (waiting for the broker if it is not up yet) and ensures the topology. */
+  static async connect(options: {
+    servers: readonly string[];
+    credentials: NatsCredentials;
+    topology: TimerTopology;
+    logger: Logger;
+    onReconnect: () => void;
+  }): Promise<NatsBroker> {
+    const connection = await connectToNats(options.servers, options.credentials);
+    options.logger.info({ server: connection.getServer(), version: connection.info?.version }, "connected to NATS");
+    const jsm = await jetstreamManager(connection, { timeout: 5_000 });
+    const broker = new NatsBroker(connection, jsm, options.topology, options.logger, options.onReconnect);
+    await broker.ensureTopology();
+    return broker;
+  }
+
+  /** Ensures streams and consumer, retrying until it succeeds or the broker is closed. */
+  ensureTopology(): Promise<void> {
+    this.ensuring ??= (async () => {
+      try {
+        while (!this.closing) {
+          try {
+            await ensureTimerTopology(this.jsm, this.topology);
+            this.topologyReady = true;
+            return;
+          } catch (error) {
+            this.topologyReady = false;
+            this.logger.warn({ err: error }, "JetStream streams or consumer not available yet; retrying");
+            await new Promise((r) => setTimeout(r, TOPOLOGY_RETRY_MS));
+          }
+        }
+      } finally {
+        this.ensuring = undefined;
+      }
+    })();
+    return this.ensuring;
+  }
+
+  /** The consumer or a stream went missing (e.g. the broker lost its store). */
+  topologyLost(): void {
+    this.topologyReady = false;
+    void this.ensureTopology();
+  }
+
+  get ready(): boolean {
+    return this.connected && this.topologyReady && !this.connection.isClosed();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.connection.isClosed()) return;
+    // drain flushes the acks and publishes still buffered; close is the fallback when it stalls.
+    await Promise.race([this.connection.drain(), new Promise((r) => setTimeout(r, 2_000))]).catch(() => undefined);
+    await this.connection.close().catch(() => undefined);
+  }
+
+  private async watchStatus(): Promise<void> {
+    for await (const status of this.connection.status()) {
+      if (status.type === "disconnect") {
+        this.connected = false;
+        this.logger.warn({ server: status.server }, "disconnected from NATS; reconnecting");
+      } else if (status.type === "reconnect") {
+        this.connected = true;
+        this.logger.info({ server: status.server }, "reconnected to NATS");
+        void this.ensureTopology().then(() => this.onReconnect());
+      }
+    }
+  }
+}

@@ -1,0 +1,122 @@
+import type { ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import type { Logger } from "../../app/logger.js";
+import type { CommandSettlement, DeliveredCommand, TimerCommandProcessor } from "../../app/commands/timer-command-processor.js";
+
+/** Most command messages applied in one storage transaction. */
+export const COMMAND_BATCH_MAX = 1_000;
+/** Messages the client asks the server for at once. */
+const PULL_BATCH = 2_000;
+
+/**
+ * Pulls commands from the durable consumer and feeds them to the command processor in micro-batches:
+ * every message that arrived while the previous batch was being stored goes into the next one, so a
+ * quiet stream gets per-message latency and a busy one large transactions. Batches run one at a time,
+ * which keeps the commands of one key in delivery order. Settlement happens only here: ack after
+ * commit, nak with delay after a transient fault, term for a rejected command.
+ */
+export class NatsCommandConsumer {
+  private messages: ConsumerMessages | undefined;
+  private buffer: JsMsg[] = [];
+  private draining: Promise<void> | undefined;
+  private flushScheduled = false;
+  private stopped = false;
+
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly processor: TimerCommandProcessor,
+    private readonly options: { readonly stream: string; readonly consumer: string; readonly logger: Logger; readonly onMissingConsumer: () => void },
+  ) {}
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    const consumer = await this.js.consumers.get(this.options.stream, this.options.consumer);
+    const messages = await consumer.consume({
+      max_messages: PULL_BATCH,
+      callback: (message) => this.receive(message),
+    });
+    this.messages = messages;
+    void this.watch(messages);
+  }
+
+  /** Stops pulling, then stores and settles every message already received. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const messages = this.messages;
+    this.messages = undefined;
+    if (messages !== undefined) {
+      messages.stop();
+      await messages.closed().catch(() => undefined);
+    }
+    await this.drain();
+  }
+
+  private receive(message: JsMsg): void {
+    this.buffer.push(message);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // setImmediate, not a microtask: every message already parsed from the socket joins this batch.
+    setImmediate(() => {
+      this.flushScheduled = false;
+      void this.drain();
+    });
+  }
+
+  /** Processes buffered messages batch by batch until the buffer is empty; one drain at a time. */
+  private drain(): Promise<void> {
+    this.draining ??= (async () => {
+      try {
+        while (this.buffer.length > 0) {
+          const batch = this.buffer.splice(0, COMMAND_BATCH_MAX);
+          await this.processBatch(batch);
+        }
+      } finally {
+        this.draining = undefined;
+      }
+    })();
+    return this.draining;
+  }
+
+  private async processBatch(batch: JsMsg[]): Promise<void> {
+    let settlements: CommandSettlement[];
+    try {
+      settlements = await this.processor.process(batch.map(toDeliveredCommand));
+    } catch (error) {
+      // The processor turns faults into settlements; this is a last resort so the consumer lives on.
+      this.options.logger.error({ err: error, messages: batch.length }, "command batch failed; it will be redelivered");
+      settlements = batch.map(() => ({ kind: "nak", delayMs: 1_000 }));
+    }
+    batch.forEach((message, i) => settle(message, settlements[i]));
+  }
+
+  private async watch(messages: ConsumerMessages): Promise<void> {
+    try {
+      for await (const status of messages.status()) {
+        if (status.type === "consumer_not_found" || status.type === "consumer_deleted" || status.type === "stream_not_found") {
+          this.options.logger.warn({ status: status.type }, "command consumer missing; recreating it");
+          this.options.onMissingConsumer();
+        } else if (status.type === "heartbeats_missed") {
+          this.options.logger.warn({ missed: status.count }, "command consumer missed heartbeats");
+        }
+      }
+    } catch (error) {
+      if (!this.stopped) this.options.logger.error({ err: error }, "command consumer status stream failed");
+    }
+  }
+}
+
+function toDeliveredCommand(message: JsMsg): DeliveredCommand {
+  const info = message.info;
+  return {
+    subject: message.subject,
+    body: message.data,
+    brokerTimestampMs: Math.floor(info.timestampNanos / 1_000_000),
+    sourceId: `${info.stream}:${info.streamSequence}`,
+    deliveryCount: info.deliveryCount,
+  };
+}
+
+function settle(message: JsMsg, settlement: CommandSettlement | undefined): void {
+  if (settlement === undefined || settlement.kind === "nak") message.nak(settlement?.delayMs ?? 1_000);
+  else if (settlement.kind === "ack") message.ack();
+  else message.term(settlement.reason.slice(0, 200));
+}

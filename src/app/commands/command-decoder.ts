@@ -1,0 +1,181 @@
+import type { z } from "zod";
+import type { TimerCommand } from "../../domain/timer-command.js";
+import { parseInstant } from "../../domain/due-time.js";
+import type { Clock } from "../clock.js";
+import type { CommandRejected, RejectionCode } from "../timer-event-publisher.js";
+import type { CommandType } from "../timer-metrics.js";
+import { isCodePointText, isServiceCallId, isTenantId, UNKNOWN_TENANT } from "./command-text.js";
+import {
+  cancelTimerPayloadSchema,
+  commandEnvelopeSchema,
+  scheduleTimerPayloadSchema,
+  type CommandEnvelope,
+} from "./command-envelope.schema.js";
+
+export const MAX_COMMAND_BYTES = 64 * 1024;
+export const MAX_DATA_BYTES = 16_384;
+const DAY_MS = 86_400_000;
+
+/** A message taken from the command stream, before anything is known about it. */
+export interface RawCommand {
+  readonly subject: string;
+  readonly body: Uint8Array;
+  /** When the broker stored the message: the timestamp of a bare payload. */
+  readonly brokerTimestampMs: number;
+  /** Stable id of this stream message, used to derive the id of its `CommandRejected`. */
+  readonly sourceId: string;
+}
+
+export type DecodedCommand =
+  | { readonly ok: true; readonly type: CommandType; readonly command: TimerCommand }
+  | { readonly ok: false; readonly type: CommandType; readonly rejection: CommandRejected };
+
+const KIND_TYPES: Readonly<Record<string, "ScheduleTimer" | "CancelTimer">> = {
+  schedule: "ScheduleTimer",
+  cancel: "CancelTimer",
+};
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Turns the bytes on a command subject into a `TimerCommand`, or into the `CommandRejected` that
+ * the first failing rule of CONTRACT §2 calls for. Never throws on input.
+ */
+export class CommandDecoder {
+  constructor(
+    private readonly options: { readonly subjectPrefix: string; readonly maxHorizonDays: number; readonly clock: Clock },
+  ) {}
+
+  decode(raw: RawCommand): DecodedCommand {
+    const tokens = raw.subject.split(".");
+    const subjectTenant = tokens.length === 4 && isTenantId(tokens[3]) ? tokens[3] : undefined;
+    const kind = tokens[2] ?? "";
+    const type: CommandType = KIND_TYPES[kind] ?? "unknown";
+    const context = new RejectionContext(raw, type, subjectTenant ?? UNKNOWN_TENANT);
+
+    if (raw.body.byteLength > MAX_COMMAND_BYTES) {
+      return context.reject("TOO_LARGE", `message body is ${raw.body.byteLength} bytes, over ${MAX_COMMAND_BYTES}`);
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(utf8.decode(raw.body));
+    } catch {
+      return context.reject("INVALID_JSON", "message body is not UTF-8 JSON");
+    }
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      return context.reject("INVALID_ENVELOPE", "message body is not a JSON object");
+    }
+    const isEnvelope = Object.hasOwn(body, "payload");
+    if (isEnvelope) context.readEnvelope(body as Record<string, unknown>);
+
+    let envelope: CommandEnvelope | undefined;
+    if (isEnvelope) {
+      const parsed = commandEnvelopeSchema.safeParse(body);
+      if (!parsed.success) return context.reject("INVALID_ENVELOPE", describeIssue("envelope", parsed.error));
+      envelope = parsed.data;
+    }
+    if (subjectTenant === undefined) {
+      return context.reject("INVALID_ENVELOPE", `subject "${raw.subject}" is not ${this.options.subjectPrefix}.commands.{kind}.{tenantId}`);
+    }
+    if (tokens[0] !== this.options.subjectPrefix || tokens[1] !== "commands" || type === "unknown") {
+      return context.reject("UNKNOWN_TYPE", `subject kind "${kind}" is not schedule or cancel`);
+    }
+    if (envelope !== undefined && envelope.type !== type) {
+      return context.reject("UNKNOWN_TYPE", `envelope type "${envelope.type}" is not ${type}, the command of subject kind "${kind}"`);
+    }
+
+    const payload = envelope?.payload ?? (body as Record<string, unknown>);
+    context.readPayload(payload);
+    const timestampMs = envelope?.timestampMs ?? raw.brokerTimestampMs;
+    const correlationId = envelope?.correlationId ?? null;
+
+    if (type === "CancelTimer") {
+      const parsed = cancelTimerPayloadSchema.safeParse(payload);
+      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
+      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
+      if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
+      const { tenantId, serviceCallId } = parsed.data;
+      return { ok: true, type, command: { kind: "cancel", tenantId, serviceCallId, correlationId, timestampMs } };
+    }
+
+    const parsed = scheduleTimerPayloadSchema.safeParse(payload);
+    if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
+    const dueAtMs = parseInstant(parsed.data.dueAt);
+    if (dueAtMs === undefined) {
+      return context.reject("INVALID_FIELD", "payload.dueAt: not an ISO 8601 date-time with an offset (Z or ±hh:mm)");
+    }
+    const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
+    if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
+    const data = parsed.data.data === undefined || parsed.data.data === null ? null : JSON.stringify(parsed.data.data);
+    if (data !== null) {
+      const bytes = Buffer.byteLength(data, "utf8");
+      if (bytes > MAX_DATA_BYTES) return context.reject("TOO_LARGE", `payload.data is ${bytes} bytes as JSON, over ${MAX_DATA_BYTES}`);
+    }
+    const horizonMs = this.options.clock.now() + this.options.maxHorizonDays * DAY_MS;
+    if (dueAtMs > horizonMs) {
+      return context.reject("DUE_TOO_FAR", `payload.dueAt is more than ${this.options.maxHorizonDays} days ahead`);
+    }
+    const { tenantId, serviceCallId } = parsed.data;
+    return {
+      ok: true,
+      type,
+      command: { kind: "schedule", tenantId, serviceCallId, dueAtMs, data, correlationId, timestampMs },
+    };
+  }
+}
+
+/** Collects what a rejection can echo back, as far as the message could be read. */
+class RejectionContext {
+  private commandId: string | undefined;
+  private correlationId: string | undefined;
+  private serviceCallId: string | undefined;
+
+  constructor(
+    private readonly raw: RawCommand,
+    private readonly type: CommandType,
+    private readonly tenant: string,
+  ) {}
+
+  readEnvelope(envelope: Record<string, unknown>): void {
+    if (isCodePointText(envelope.id, 1, 128)) this.commandId = envelope.id;
+    if (isCodePointText(envelope.correlationId, 1, 128)) this.correlationId = envelope.correlationId;
+    const payload = envelope.payload;
+    if (typeof payload === "object" && payload !== null) this.readPayload(payload as Record<string, unknown>);
+  }
+
+  readPayload(payload: Record<string, unknown>): void {
+    if (isServiceCallId(payload.serviceCallId)) this.serviceCallId = payload.serviceCallId;
+  }
+
+  reject(code: RejectionCode, reason: string): DecodedCommand {
+    return {
+      ok: false,
+      type: this.type,
+      rejection: {
+        id: `rejected:${this.raw.sourceId}`,
+        tenant: this.tenant,
+        code,
+        reason,
+        subject: this.raw.subject,
+        ...(this.commandId === undefined ? {} : { commandId: this.commandId }),
+        ...(this.serviceCallId === undefined ? {} : { serviceCallId: this.serviceCallId }),
+        ...(this.correlationId === undefined ? {} : { correlationId: this.correlationId }),
+      },
+    };
+  }
+}
+
+function describeIssue(root: string, error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (issue === undefined) return `${root} is malformed`;
+  const path = [root, ...issue.path.map(String)].join(".");
+  return `${path}: ${issue.message}`;
+}
+
+function tenantMismatch(subject: string, envelope: string | undefined, payload: string): string | undefined {
+  if (envelope !== undefined && envelope !== subject) {
+    return `envelope tenantId "${envelope}" differs from subject tenant "${subject}"`;
+  }
+  if (payload !== subject) return `payload tenantId "${payload}" differs from subject tenant "${subject}"`;
+  return undefined;
+}

@@ -1,0 +1,127 @@
+import { decideCommand, scheduledDelta, type CommandDecision } from "../../domain/timer-rules.js";
+import type { TimerCommand } from "../../domain/timer-command.js";
+import type { Clock } from "../clock.js";
+import type { Logger } from "../logger.js";
+import type { TimerEventPublisher } from "../timer-event-publisher.js";
+import type { CommandType, TimerMetrics } from "../timer-metrics.js";
+import type { TimerStore } from "../timer-store.js";
+import type { CommandDecoder, RawCommand } from "./command-decoder.js";
+
+/** What the broker is to do with one command message; mapped one-to-one onto ack / nak / term. */
+export type CommandSettlement =
+  | { readonly kind: "ack" }
+  | { readonly kind: "nak"; readonly delayMs: number }
+  | { readonly kind: "term"; readonly reason: string };
+
+/** A command message as the processor needs it: the raw message plus how often it was delivered. */
+export interface DeliveredCommand extends RawCommand {
+  readonly deliveryCount: number;
+}
+
+const ACK: CommandSettlement = { kind: "ack" };
+const RETRY_BASE_MS = 500;
+const RETRY_MAX_MS = 30_000;
+
+/** Redelivery delay after a transient fault: doubling per delivery, capped. */
+export function retryDelayMs(deliveryCount: number): number {
+  return Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** Math.min(16, Math.max(0, deliveryCount - 1)));
+}
+
+export interface TimerCommandProcessorDeps {
+  readonly decoder: CommandDecoder;
+  readonly store: TimerStore;
+  readonly publisher: TimerEventPublisher;
+  readonly clock: Clock;
+  readonly metrics: TimerMetrics;
+  readonly logger: Logger;
+  /** Told the earliest due time a batch scheduled, so the worker can wake for it. */
+  readonly onScheduled: (earliestDueAtMs: number) => void;
+}
+
+/**
+ * The command use case (ScheduleTimer / CancelTimer): decodes a batch of command messages, applies
+ * the valid ones in one storage transaction, publishes a `CommandRejected` for each invalid one, and
+ * says how to settle each message. A message is acked only after its effect is committed.
+ */
+export class TimerCommandProcessor {
+  constructor(private readonly deps: TimerCommandProcessorDeps) {}
+
+  async process(batch: readonly DeliveredCommand[]): Promise<CommandSettlement[]> {
+    const settlements = new Array<CommandSettlement>(batch.length);
+    const valid: { index: number; type: CommandType; command: TimerCommand }[] = [];
+    const rejected: Promise<void>[] = [];
+    batch.forEach((message, index) => {
+      const decoded = this.decode(message);
+      if (decoded.ok) valid.push({ index, type: decoded.type, command: decoded.command });
+      else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
+    });
+    if (valid.length > 0) {
+      const applied = await this.apply(valid.map((v) => v.command));
+      valid.forEach((v, i) => {
+        settlements[v.index] = applied === undefined ? { kind: "nak", delayMs: retryDelayMs(batch[v.index]!.deliveryCount) } : ACK;
+        const decision = applied?.[i];
+        if (decision !== undefined) this.deps.metrics.commandHandled(v.type, decision.outcome);
+      });
+    }
+    await Promise.all(rejected);
+    return settlements;
+  }
+
+  private decode(message: DeliveredCommand): ReturnType<CommandDecoder["decode"]> {
+    try {
+      return this.deps.decoder.decode(message);
+    } catch (error) {
+      // A decoder bug must not stop the consumer: the message is refused like malformed input.
+      this.deps.logger.error({ err: error, subject: message.subject }, "command decoder failed");
+      return {
+        ok: false,
+        type: "unknown",
+        rejection: { id: `rejected:${message.sourceId}`, tenant: "_unknown", code: "INVALID_ENVELOPE", reason: "message could not be decoded", subject: message.subject },
+      };
+    }
+  }
+
+  /** Commits the commands; undefined when storage failed (nothing was committed). */
+  private async apply(commands: TimerCommand[]): Promise<CommandDecision[] | undefined> {
+    const { store, clock, metrics, logger } = this.deps;
+    let decisions: CommandDecision[];
+    try {
+      const nowMs = clock.now();
+      decisions = await store.applyCommands(commands, (current, command) => decideCommand(current, command, nowMs));
+    } catch (error) {
+      logger.error({ err: error, commands: commands.length }, "storing commands failed; they will be redelivered");
+      return undefined;
+    }
+    let pendingDelta = 0;
+    let earliestDueAtMs = Number.POSITIVE_INFINITY;
+    for (const decision of decisions) {
+      pendingDelta += scheduledDelta(decision);
+      const next = decision.next;
+      if (next?.state === "Scheduled" && next.dueAtMs !== null && next.dueAtMs < earliestDueAtMs) earliestDueAtMs = next.dueAtMs;
+    }
+    if (pendingDelta !== 0) metrics.addPending(pendingDelta);
+    if (earliestDueAtMs !== Number.POSITIVE_INFINITY) this.deps.onScheduled(earliestDueAtMs);
+    return decisions;
+  }
+
+  /** Publishes the rejection, then settles: term once it is out, retry later if it could not be sent. */
+  private async reject(
+    message: DeliveredCommand,
+    type: CommandType,
+    rejection: Parameters<TimerEventPublisher["publishCommandRejected"]>[0],
+  ): Promise<CommandSettlement> {
+    const { publisher, metrics, logger } = this.deps;
+    try {
+      await publisher.publishCommandRejected(rejection);
+    } catch (error) {
+      logger.error({ err: error, subject: message.subject, code: rejection.code }, "publishing CommandRejected failed; the command will be redelivered");
+      return { kind: "nak", delayMs: retryDelayMs(message.deliveryCount) };
+    }
+    metrics.commandHandled(type, "rejected");
+    logger.warn(
+      { subject: message.subject, code: rejection.code, reason: rejection.reason, commandId: rejection.commandId, serviceCallId: rejection.serviceCallId },
+      "command rejected",
+    );
+    return { kind: "term", reason: `${rejection.code}: ${rejection.reason}` };
+  }
+}

@@ -1,0 +1,124 @@
+import type { Clock } from "../clock.js";
+import type { Logger } from "../logger.js";
+import type { TimerStore } from "../timer-store.js";
+import type { DueTimerWorker } from "./due-timer-worker.js";
+
+export interface DueTimerLoopDeps {
+  readonly worker: DueTimerWorker;
+  readonly store: TimerStore;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The longest the loop ever sleeps: the safety net under the precise wake-ups. */
+  readonly pollingIntervalMs: number;
+}
+
+const FAILURE_BACKOFF_BASE_MS = 100;
+
+/**
+ * Runs the worker's polls for as long as the service runs. It polls again at once while polls come
+ * back full (a backlog drains at full speed), otherwise sleeps until the earliest due time it knows
+ * of, never longer than the polling interval. `wake` cuts a sleep short when a command schedules an
+ * earlier timer. Errors are logged and retried with backoff; the loop itself never dies.
+ */
+export class DueTimerLoop {
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private sleepTimer: NodeJS.Timeout | undefined;
+  private endSleep: (() => void) | undefined;
+  /** Wall-clock time the current sleep is meant to end; Infinity while polling. */
+  private wakeAtMs = Number.POSITIVE_INFINITY;
+  /** Earliest due time announced by `wake` while not sleeping (polling or computing the delay). */
+  private wakeRequestMs = Number.POSITIVE_INFINITY;
+  private consecutiveFailures = 0;
+
+  constructor(private readonly deps: DueTimerLoopDeps) {}
+
+  start(): void {
+    if (this.running !== undefined) return;
+    this.stopped = false;
+    this.running = this.run();
+  }
+
+  /** Stops after the poll in hand (its publishes and marks complete). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.sleepTimer !== undefined) clearTimeout(this.sleepTimer);
+    this.endSleep?.();
+    await this.running;
+    this.running = undefined;
+  }
+
+  /** A timer due at `dueAtMs` (or anything, when omitted) was scheduled: wake no later than then. */
+  wake(dueAtMs: number = Number.NEGATIVE_INFINITY): void {
+    if (this.endSleep === undefined) {
+      // Not sleeping: the poll in hand may have read before this timer was stored; the next sleep
+      // must end by its due time.
+      if (dueAtMs < this.wakeRequestMs) this.wakeRequestMs = dueAtMs;
+      return;
+    }
+    if (dueAtMs >= this.wakeAtMs) return;
+    this.sleep(Math.max(0, dueAtMs - this.deps.clock.now()));
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      this.wakeRequestMs = Number.POSITIVE_INFINITY;
+      const pollAgainNow = await this.pollUntilDrained();
+      if (this.stopped) break;
+      let delayMs = pollAgainNow ? 0 : await this.nextDelayMs();
+      delayMs = Math.max(0, Math.min(delayMs, this.wakeRequestMs - this.deps.clock.now()));
+      await new Promise<void>((resolve) => {
+        this.endSleep = resolve;
+        this.sleep(delayMs);
+      });
+      this.endSleep = undefined;
+      this.wakeAtMs = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  /** Polls while batches come back full; true when the loop should poll again without sleeping. */
+  private async pollUntilDrained(): Promise<boolean> {
+    const { worker, logger } = this.deps;
+    try {
+      for (;;) {
+        const report = await worker.poll();
+        if (report.failed > 0) {
+          this.consecutiveFailures++;
+          return false;
+        }
+        this.consecutiveFailures = 0;
+        if (!report.full || this.stopped) return false;
+      }
+    } catch (error) {
+      this.consecutiveFailures++;
+      logger.error({ err: error, consecutiveFailures: this.consecutiveFailures }, "due-timer poll failed");
+      return false;
+    }
+  }
+
+  private async nextDelayMs(): Promise<number> {
+    const { store, clock, pollingIntervalMs, logger } = this.deps;
+    if (this.consecutiveFailures > 0) {
+      return Math.min(pollingIntervalMs, FAILURE_BACKOFF_BASE_MS * 2 ** Math.min(this.consecutiveFailures - 1, 16));
+    }
+    try {
+      const nextDueAtMs = await store.nextDueAt();
+      if (nextDueAtMs === null) return pollingIntervalMs;
+      return Math.min(pollingIntervalMs, Math.max(0, nextDueAtMs - clock.now()));
+    } catch (error) {
+      logger.error({ err: error }, "reading the next due time failed");
+      return pollingIntervalMs;
+    }
+  }
+
+  /** (Re)arms the sleep to end after `delayMs`; setTimeout runs on the monotonic clock. */
+  private sleep(delayMs: number): void {
+    if (this.sleepTimer !== undefined) clearTimeout(this.sleepTimer);
+    this.wakeAtMs = this.deps.clock.now() + delayMs;
+    const endSleep = this.endSleep;
+    this.sleepTimer = setTimeout(() => {
+      this.sleepTimer = undefined;
+      endSleep?.();
+    }, delayMs);
+  }
+}

@@ -1,0 +1,95 @@
+import type { ScheduledTimer } from "../../domain/timer.js";
+import type { Clock } from "../clock.js";
+import type { Logger } from "../logger.js";
+import type { TimerEventPublisher } from "../timer-event-publisher.js";
+import type { TimerMetrics } from "../timer-metrics.js";
+import type { DueCursor, TimerStore } from "../timer-store.js";
+
+/** What one poll did. */
+export interface PollReport {
+  /** Due timers the query returned. */
+  readonly found: number;
+  readonly published: number;
+  readonly failed: number;
+  /** Published timers marked `Reached` (fewer than published when a reschedule landed meanwhile). */
+  readonly marked: number;
+  /** The query returned a full batch: more may be due right now. */
+  readonly full: boolean;
+}
+
+export interface DueTimerWorkerDeps {
+  readonly store: TimerStore;
+  readonly publisher: TimerEventPublisher;
+  readonly clock: Clock;
+  readonly metrics: TimerMetrics;
+  readonly logger: Logger;
+  readonly batchSize: number;
+}
+
+/**
+ * One poll of the due-timer worker: read due timers oldest first, publish a `DueTimeReached` for
+ * each (publish acks awaited, all in flight at once), then mark the published ones `Reached` in one
+ * transaction. Publishing before marking makes delivery at-least-once: a crash in between republishes,
+ * and the event stream drops the duplicate by its `Nats-Msg-Id`.
+ */
+export class DueTimerWorker {
+  constructor(private readonly deps: DueTimerWorkerDeps) {}
+
+  async poll(after?: DueCursor): Promise<PollReport & { readonly last?: DueCursor }> {
+    const { store, clock, metrics, batchSize } = this.deps;
+    const startedAt = performance.now();
+    const nowMs = clock.now();
+    const due = await store.findDue(nowMs, batchSize, after);
+    const { published, failed } = await this.publish(due, nowMs);
+    let marked = 0;
+    if (published.length > 0) {
+      const markedKeys = await store.markReached(published, nowMs);
+      marked = markedKeys.length;
+      if (marked > 0) {
+        const lags = marked === published.length ? published.map((t) => (nowMs - t.dueAtMs) / 1000) : lagsOfMarked(published, markedKeys, nowMs);
+        metrics.timersFired(lags);
+        metrics.addPending(-marked);
+      }
+    }
+    metrics.pollCompleted((performance.now() - startedAt) / 1000, clock.now());
+    const lastTimer = due[due.length - 1];
+    const last = lastTimer === undefined ? undefined : { dueAtMs: lastTimer.dueAtMs, tenantId: lastTimer.tenantId, serviceCallId: lastTimer.serviceCallId };
+    return { found: due.length, published: published.length, failed, marked, full: due.length === batchSize, last };
+  }
+
+  private async publish(due: readonly ScheduledTimer[], reachedAtMs: number): Promise<{ published: ScheduledTimer[]; failed: number }> {
+    const { publisher, metrics, logger } = this.deps;
+    const results = await Promise.allSettled(
+      due.map((timer) =>
+        publisher.publishDueTimeReached({
+          tenantId: timer.tenantId,
+          serviceCallId: timer.serviceCallId,
+          dueAtMs: timer.dueAtMs,
+          reachedAtMs,
+          data: timer.data,
+          correlationId: timer.correlationId,
+        }),
+      ),
+    );
+    const published: ScheduledTimer[] = [];
+    let failed = 0;
+    let firstError: unknown;
+    results.forEach((result, i) => {
+      if (result.status === "fulfilled") published.push(due[i]!);
+      else {
+        failed++;
+        firstError ??= result.reason;
+      }
+    });
+    if (failed > 0) {
+      metrics.publishFailed(failed);
+      logger.warn({ err: firstError, failed, of: due.length }, "publishing DueTimeReached failed; the timers stay Scheduled and are retried");
+    }
+    return { published, failed };
+  }
+}
+
+function lagsOfMarked(published: readonly ScheduledTimer[], markedKeys: readonly { tenantId: string; serviceCallId: string }[], nowMs: number): number[] {
+  const marked = new Set(markedKeys.map((k) => `${k.tenantId}\u0000${k.serviceCallId}`));
+  return published.filter((t) => marked.has(`${t.tenantId}\u0000${t.serviceCallId}`)).map((t) => (nowMs - t.dueAtMs) / 1000);
+}

@@ -1,0 +1,150 @@
+/**
+ * Service configuration: every environment variable, its default and its range, in one place
+ * (CONTRACT §4). Parsed once at start-up into a frozen object; nothing else reads `process.env`.
+ */
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface NatsCredentials {
+  readonly user?: string;
+  readonly password?: string;
+  readonly token?: string;
+  readonly nkeySeed?: string;
+  readonly credsFile?: string;
+  readonly tlsCaFile?: string;
+  readonly tlsCertFile?: string;
+  readonly tlsKeyFile?: string;
+}
+
+export interface TimerServiceConfig {
+  readonly brokerUrls: readonly string[];
+  readonly natsCredentials: NatsCredentials;
+  readonly dbPath: string;
+  readonly dbSynchronous: "NORMAL" | "FULL";
+  readonly pollingIntervalMs: number;
+  readonly batchSize: number;
+  readonly maxHorizonDays: number;
+  readonly httpPort: number;
+  readonly httpHost: string;
+  readonly logLevel: LogLevel;
+  readonly subjectPrefix: string;
+  readonly commandsStream: string;
+  readonly eventsStream: string;
+  readonly consumerName: string;
+}
+
+/** A configuration variable was set to something the service cannot run with. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+const NAME_TOKEN = /^[A-Za-z0-9_-]{1,32}$/;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function text(env: Env, variable: string, fallback: string): string {
+  const value = env[variable];
+  return value === undefined || value.trim() === "" ? fallback : value.trim();
+}
+
+function optional(env: Env, variable: string): string | undefined {
+  const value = env[variable];
+  return value === undefined || value === "" ? undefined : value;
+}
+
+function integer(env: Env, variable: string, fallback: number, min: number, max: number): number {
+  const raw = text(env, variable, String(fallback));
+  if (!/^\d+$/.test(raw)) throw new ConfigError(variable, `must be an integer from ${min} to ${max}, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(variable, `must be from ${min} to ${max}, got ${value}`);
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, variable: string, fallback: T, allowed: readonly T[], normalize = (s: string) => s): T {
+  const raw = normalize(text(env, variable, fallback));
+  const found = allowed.find((candidate) => candidate === raw);
+  if (found === undefined) throw new ConfigError(variable, `must be one of ${allowed.join(", ")}, got "${raw}"`);
+  return found;
+}
+
+function nameToken(env: Env, variable: string, fallback: string): string {
+  const value = text(env, variable, fallback);
+  if (!NAME_TOKEN.test(value)) throw new ConfigError(variable, `must match ${NAME_TOKEN.source}, got "${value}"`);
+  return value;
+}
+
+function brokerUrls(env: Env): string[] {
+  const variable = "TIMER_BROKER_URL";
+  const urls = text(env, variable, "nats://127.0.0.1:4222")
+    .split(",")
+    .map((url) => url.trim())
+    .filter((url) => url !== "");
+  if (urls.length === 0) throw new ConfigError(variable, "must name at least one NATS server");
+  for (const url of urls) {
+    const withScheme = url.includes("://") ? url : `nats://${url}`;
+    let parsed: URL;
+    try {
+      parsed = new URL(withScheme);
+    } catch {
+      throw new ConfigError(variable, `"${url}" is not a URL`);
+    }
+    if (!["nats:", "tls:", "ws:", "wss:"].includes(parsed.protocol) || parsed.hostname === "") {
+      throw new ConfigError(variable, `"${url}" is not a nats:// or tls:// URL`);
+    }
+  }
+  return urls;
+}
+
+function hostAddress(env: Env): string {
+  const variable = "TIMER_HTTP_HOST";
+  const host = text(env, variable, "0.0.0.0");
+  if (!/^[A-Za-z0-9.:_-]+$/.test(host)) throw new ConfigError(variable, `"${host}" is not a host name or address`);
+  return host;
+}
+
+/** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Env): TimerServiceConfig {
+  const config: TimerServiceConfig = {
+    brokerUrls: brokerUrls(env),
+    natsCredentials: {
+      user: optional(env, "TIMER_NATS_USER"),
+      password: optional(env, "TIMER_NATS_PASSWORD"),
+      token: optional(env, "TIMER_NATS_TOKEN"),
+      nkeySeed: optional(env, "TIMER_NATS_NKEY_SEED"),
+      credsFile: optional(env, "TIMER_NATS_CREDS_FILE"),
+      tlsCaFile: optional(env, "TIMER_NATS_TLS_CA_FILE"),
+      tlsCertFile: optional(env, "TIMER_NATS_TLS_CERT_FILE"),
+      tlsKeyFile: optional(env, "TIMER_NATS_TLS_KEY_FILE"),
+    },
+    dbPath: text(env, "TIMER_DB_PATH", "./data/timer.db"),
+    dbSynchronous: oneOf(env, "TIMER_DB_SYNCHRONOUS", "NORMAL", ["NORMAL", "FULL"] as const, (s) => s.toUpperCase()),
+    pollingIntervalMs: integer(env, "TIMER_POLLING_INTERVAL", 5000, 10, 3_600_000),
+    batchSize: integer(env, "TIMER_BATCH_SIZE", 100, 1, 10_000),
+    maxHorizonDays: integer(env, "TIMER_MAX_HORIZON_DAYS", 3650, 1, 36_500),
+    httpPort: integer(env, "TIMER_HTTP_PORT", 8080, 0, 65_535),
+    httpHost: hostAddress(env),
+    logLevel: oneOf(env, "TIMER_LOG_LEVEL", "info", LOG_LEVELS, (s) => s.toLowerCase()),
+    subjectPrefix: nameToken(env, "TIMER_SUBJECT_PREFIX", "timer"),
+    commandsStream: nameToken(env, "TIMER_COMMANDS_STREAM", "TIMER_COMMANDS"),
+    eventsStream: nameToken(env, "TIMER_EVENTS_STREAM", "TIMER_EVENTS"),
+    consumerName: nameToken(env, "TIMER_CONSUMER", "timer-service"),
+  };
+  const { user, password, tlsCertFile, tlsKeyFile } = config.natsCredentials;
+  if ((user === undefined) !== (password === undefined)) {
+    throw new ConfigError(user === undefined ? "TIMER_NATS_USER" : "TIMER_NATS_PASSWORD", "TIMER_NATS_USER and TIMER_NATS_PASSWORD go together");
+  }
+  if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
+    throw new ConfigError(tlsCertFile === undefined ? "TIMER_NATS_TLS_CERT_FILE" : "TIMER_NATS_TLS_KEY_FILE", "the TLS certificate and key go together");
+  }
+  if (config.commandsStream === config.eventsStream) {
+    throw new ConfigError("TIMER_EVENTS_STREAM", "must differ from TIMER_COMMANDS_STREAM");
+  }
+  return Object.freeze({ ...config, brokerUrls: Object.freeze(config.brokerUrls), natsCredentials: Object.freeze(config.natsCredentials) });
+}

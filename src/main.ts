@@ -1,0 +1,3 @@
+import { runTimerService } from "./run-timer-service.js";
+
+await runTimerService();

@@ -1,0 +1,19 @@
+import type { Logger } from "../app/logger.js";
+
+const CHECK_INTERVAL_MS = 200;
+
+/**
+ * When started through `npm start`, npm is the parent. A `kill -9` of npm cannot reach this process,
+ * which would live on as an orphan holding the consumer and the database. So, under npm only, the
+ * process ends itself as abruptly as its parent did once it notices it was re-parented.
+ */
+export function exitWhenParentDies(logger: Logger): void {
+  if (process.env.npm_lifecycle_event === undefined) return;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    logger.error({ parent }, "parent process died; exiting");
+    process.kill(process.pid, "SIGKILL");
+  }, CHECK_INTERVAL_MS);
+  timer.unref();
+}

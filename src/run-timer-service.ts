@@ -1,0 +1,54 @@
+import { ConfigError, loadConfig } from "./config.js";
+import { createLogger } from "./adapters/logging/pino-logger.js";
+import { systemClock } from "./adapters/clock/system-clock.js";
+import { startTimerService, type RunningTimerService } from "./service.js";
+import { exitWhenParentDies } from "./process/parent-watch.js";
+
+/** Graceful shutdown must end within the contract's 10 s; past this the process exits anyway. */
+const SHUTDOWN_DEADLINE_MS = 8_000;
+
+export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`timer-service: invalid configuration: ${error.message}\n`);
+    process.exit(2);
+  }
+  const logger = createLogger(config.logLevel);
+  let service: RunningTimerService | undefined;
+  let stopping = false;
+
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    setTimeout(() => {
+      logger.error({ deadlineMs: SHUTDOWN_DEADLINE_MS }, "shutdown took too long; exiting");
+      process.exit(0);
+    }, SHUTDOWN_DEADLINE_MS).unref();
+    const stopped = service === undefined ? Promise.resolve() : service.stop();
+    stopped.then(
+      () => {
+        logger.info({}, "stopped");
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+  process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
+  exitWhenParentDies(logger);
+
+  try {
+    service = await startTimerService(config, { logger, clock: systemClock });
+  } catch (error) {
+    logger.fatal({ err: error }, "timer service failed to start");
+    process.exit(1);
+  }
+}

@@ -1,0 +1,102 @@
+import type { AddressInfo } from "node:net";
+import type { TimerServiceConfig } from "./config.js";
+import type { Clock } from "./app/clock.js";
+import type { Logger } from "./app/logger.js";
+import { CommandDecoder } from "./app/commands/command-decoder.js";
+import { TimerCommandProcessor } from "./app/commands/timer-command-processor.js";
+import { DueTimerWorker } from "./app/firing/due-timer-worker.js";
+import { DueTimerLoop } from "./app/firing/due-timer-loop.js";
+import { openSqliteTimerStore } from "./adapters/sqlite/sqlite-timer-store.js";
+import { PrometheusTimerMetrics } from "./adapters/metrics/prometheus-timer-metrics.js";
+import { HealthHttpServer } from "./adapters/http/health-http-server.js";
+import { NatsBroker } from "./adapters/nats/nats-broker.js";
+import { JetStreamEventPublisher } from "./adapters/nats/jetstream-event-publisher.js";
+import { NatsCommandConsumer } from "./adapters/nats/nats-command-consumer.js";
+
+export interface RunningTimerService {
+  readonly http: AddressInfo;
+  /** Stops consuming, finishes the batch in hand, closes broker and storage. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition root: builds the adapters and the application from plain constructors and starts
+ * them in dependency order. Storage and HTTP come first so that /healthz answers and /readyz says
+ * 503 while the broker is still being reached.
+ */
+export async function startTimerService(config: TimerServiceConfig, deps: { logger: Logger; clock: Clock }): Promise<RunningTimerService> {
+  const { logger, clock } = deps;
+  const store = openSqliteTimerStore({ path: config.dbPath, synchronous: config.dbSynchronous });
+  const metrics = new PrometheusTimerMetrics();
+  metrics.setPending(await store.countScheduled());
+
+  let broker: NatsBroker | undefined;
+  const http = new HealthHttpServer(metrics.registry, [
+    { name: "storage", ok: () => store.isOpen() },
+    { name: "broker", ok: () => broker?.connected === true && broker.connection.isClosed() === false },
+    { name: "streams", ok: () => broker?.topologyReady === true },
+  ]);
+  const address = await http.listen(config.httpPort, config.httpHost);
+  logger.info({ host: address.address, port: address.port }, "http listening");
+
+  let loop: DueTimerLoop | undefined;
+  try {
+    broker = await NatsBroker.connect({
+      servers: config.brokerUrls,
+      credentials: config.natsCredentials,
+      topology: config,
+      logger,
+      onReconnect: () => loop?.wake(),
+    });
+  } catch (error) {
+    await http.close();
+    await store.close();
+    throw error;
+  }
+  const connectedBroker = broker;
+  metrics.brokerConnected.set(1);
+  const brokerGauge = setInterval(() => metrics.brokerConnected.set(connectedBroker.ready ? 1 : 0), 1_000);
+  brokerGauge.unref();
+
+  const publisher = new JetStreamEventPublisher(connectedBroker.js, {
+    subjectPrefix: config.subjectPrefix,
+    eventsStream: config.eventsStream,
+    clock,
+  });
+  const worker = new DueTimerWorker({ store, publisher, clock, metrics, logger, batchSize: config.batchSize });
+  loop = new DueTimerLoop({ worker, store, clock, logger, pollingIntervalMs: config.pollingIntervalMs });
+  const runningLoop = loop;
+  const processor = new TimerCommandProcessor({
+    decoder: new CommandDecoder({ subjectPrefix: config.subjectPrefix, maxHorizonDays: config.maxHorizonDays, clock }),
+    store,
+    publisher,
+    clock,
+    metrics,
+    logger,
+    onScheduled: (dueAtMs) => runningLoop.wake(dueAtMs),
+  });
+  const consumer = new NatsCommandConsumer(connectedBroker.js, processor, {
+    stream: config.commandsStream,
+    consumer: config.consumerName,
+    logger,
+    onMissingConsumer: () => connectedBroker.topologyLost(),
+  });
+  await consumer.start();
+  runningLoop.start();
+  logger.info(
+    { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, dbPath: config.dbPath },
+    "timer service started",
+  );
+
+  return {
+    http: address,
+    async stop() {
+      clearInterval(brokerGauge);
+      await consumer.stop();
+      await runningLoop.stop();
+      await connectedBroker.close();
+      await store.close();
+      await http.close();
+    },
+  };
+}
