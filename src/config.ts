@@ -109,20 +109,25 @@ function hostAddress(env: Env): string {
   return host;
 }
 
+/** The TIMER_NATS_* credential variables (also used by the CLI). */
+export function loadNatsCredentials(env: Env): NatsCredentials {
+  return {
+    user: optional(env, "TIMER_NATS_USER"),
+    password: optional(env, "TIMER_NATS_PASSWORD"),
+    token: optional(env, "TIMER_NATS_TOKEN"),
+    nkeySeed: optional(env, "TIMER_NATS_NKEY_SEED"),
+    credsFile: optional(env, "TIMER_NATS_CREDS_FILE"),
+    tlsCaFile: optional(env, "TIMER_NATS_TLS_CA_FILE"),
+    tlsCertFile: optional(env, "TIMER_NATS_TLS_CERT_FILE"),
+    tlsKeyFile: optional(env, "TIMER_NATS_TLS_KEY_FILE"),
+  };
+}
+
 /** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env): TimerServiceConfig {
   const config: TimerServiceConfig = {
     brokerUrls: brokerUrls(env),
-    natsCredentials: {
-      user: optional(env, "TIMER_NATS_USER"),
-      password: optional(env, "TIMER_NATS_PASSWORD"),
-      token: optional(env, "TIMER_NATS_TOKEN"),
-      nkeySeed: optional(env, "TIMER_NATS_NKEY_SEED"),
-      credsFile: optional(env, "TIMER_NATS_CREDS_FILE"),
-      tlsCaFile: optional(env, "TIMER_NATS_TLS_CA_FILE"),
-      tlsCertFile: optional(env, "TIMER_NATS_TLS_CERT_FILE"),
-      tlsKeyFile: optional(env, "TIMER_NATS_TLS_KEY_FILE"),
-    },
+    natsCredentials: loadNatsCredentials(env),
     dbPath: text(env, "TIMER_DB_PATH", "./data/timer.db"),
     dbSynchronous: oneOf(env, "TIMER_DB_SYNCHRONOUS", "NORMAL", ["NORMAL", "FULL"] as const, (s) => s.toUpperCase()),
     pollingIntervalMs: integer(env, "TIMER_POLLING_INTERVAL", 5000, 10, 3_600_000),

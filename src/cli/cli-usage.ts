@@ -1,0 +1,31 @@
+export const USAGE = `timer-service — durable timers over NATS JetStream
+
+Usage:
+  timer-service serve
+      Run the service (configured by TIMER_* environment variables, see .env.example).
+
+  timer-service schedule --tenant T --id ID (--at WHEN | --in DURATION)
+                         [--data JSON] [--correlation-id C]
+      Publish a ScheduleTimer. WHEN is ISO 8601 with an offset (2026-12-01T09:00:00Z)
+      or plain words ("tomorrow 9am", "next friday 17:00", local time zone).
+      DURATION is like 30s, 5m, 1h30m, 250ms, 2d.
+
+  timer-service cancel --tenant T --id ID [--correlation-id C]
+      Publish a CancelTimer.
+
+  timer-service watch [--tenant T]
+      Print DueTimeReached and CommandRejected events of tenant T (all tenants when
+      omitted) as JSON lines until interrupted.
+
+Common options:
+  --server URL     NATS server(s), comma-separated (default: TIMER_BROKER_URL or
+                   nats://127.0.0.1:4222). Credentials come from TIMER_NATS_* variables.
+  --prefix P       subject prefix (default: TIMER_SUBJECT_PREFIX or "timer")
+  -h, --help       show this help
+
+Examples:
+  timer-service schedule --tenant acme --id invoice-42 --in 30s --data '{"invoice":42}'
+  timer-service schedule --tenant acme --id standup --at 'tomorrow 9am'
+  timer-service cancel --tenant acme --id invoice-42
+  timer-service watch --tenant acme
+`;

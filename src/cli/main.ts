@@ -1,0 +1,174 @@
+#!/usr/bin/env node
+import { randomUUID } from "node:crypto";
+import { parseArgs } from "node:util";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import { loadNatsCredentials } from "../config.js";
+import { formatInstant } from "../domain/due-time.js";
+import { isServiceCallId, isTenantId } from "../app/commands/command-text.js";
+import { natsConnectionOptions } from "../adapters/nats/nats-connection.js";
+import { USAGE } from "./cli-usage.js";
+import { parseAt, parseDuration } from "./when.js";
+
+/** A wrong flag or value: printed with a hint, exit code 2. */
+class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+const OPTIONS = {
+  tenant: { type: "string" },
+  id: { type: "string" },
+  at: { type: "string" },
+  in: { type: "string" },
+  data: { type: "string" },
+  "correlation-id": { type: "string" },
+  server: { type: "string" },
+  prefix: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type Flags = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const [command, ...rest] = parsed.positionals;
+  const flags = parsed.values;
+  if (flags.help === true || command === undefined || command === "help") {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  switch (command) {
+    case "serve": {
+      const { runTimerService } = await import("../run-timer-service.js");
+      await runTimerService();
+      return -1; // keeps running; the service exits the process itself
+    }
+    case "schedule":
+      return schedule(flags);
+    case "cancel":
+      return cancel(flags);
+    case "watch":
+      return watch(flags);
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+function required(flags: Flags, name: "tenant" | "id"): string {
+  const value = flags[name];
+  if (value === undefined) throw new UsageError(`--${name} is required`);
+  if (name === "tenant" && !isTenantId(value)) throw new UsageError(`--tenant "${value}" must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`);
+  if (name === "id" && !isServiceCallId(value)) throw new UsageError("--id must be 1..256 characters without control characters");
+  return value;
+}
+
+function prefixOf(flags: Flags): string {
+  return flags.prefix ?? process.env.TIMER_SUBJECT_PREFIX ?? "timer";
+}
+
+async function withConnection<T>(flags: Flags, use: (nc: NatsConnection) => Promise<T>): Promise<T> {
+  const servers = (flags.server ?? process.env.TIMER_BROKER_URL ?? "nats://127.0.0.1:4222").split(",").map((s) => s.trim());
+  const nc = await connect({ ...natsConnectionOptions(servers, loadNatsCredentials(process.env)), name: "timer-service-cli", waitOnFirstConnect: false, maxReconnectAttempts: 10 });
+  try {
+    return await use(nc);
+  } finally {
+    await nc.drain().catch(() => undefined);
+  }
+}
+
+function dueAtFrom(flags: Flags, nowMs: number): number {
+  if ((flags.at === undefined) === (flags.in === undefined)) throw new UsageError("give exactly one of --at or --in");
+  if (flags.in !== undefined) {
+    const ms = parseDuration(flags.in);
+    if (ms === undefined) throw new UsageError(`--in "${flags.in}" is not a duration like 30s, 5m, 1h30m`);
+    return nowMs + ms;
+  }
+  const at = parseAt(flags.at!, nowMs);
+  if (at === undefined) throw new UsageError(`--at "${flags.at}" is neither ISO 8601 with an offset nor a time like "tomorrow 9am"`);
+  return at;
+}
+
+function dataFrom(flags: Flags): unknown {
+  if (flags.data === undefined) return undefined;
+  try {
+    return JSON.parse(flags.data);
+  } catch {
+    throw new UsageError(`--data is not JSON: ${flags.data}`);
+  }
+}
+
+async function publishCommand(flags: Flags, kind: "schedule" | "cancel", payload: Record<string, unknown>, tenantId: string): Promise<Record<string, unknown>> {
+  const correlationId = flags["correlation-id"];
+  const envelope = {
+    id: randomUUID(),
+    type: kind === "schedule" ? "ScheduleTimer" : "CancelTimer",
+    tenantId,
+    ...(correlationId === undefined ? {} : { correlationId }),
+    timestampMs: Date.now(),
+    payload,
+  };
+  const subject = `${prefixOf(flags)}.commands.${kind}.${tenantId}`;
+  await withConnection(flags, async (nc) => {
+    const ack = await jetstream(nc).publish(subject, JSON.stringify(envelope));
+    process.stderr.write(`published ${envelope.type} to ${subject} (stream ${ack.stream}, seq ${ack.seq})\n`);
+  });
+  return envelope;
+}
+
+async function schedule(flags: Flags): Promise<number> {
+  const tenantId = required(flags, "tenant");
+  const serviceCallId = required(flags, "id");
+  const dueAt = formatInstant(dueAtFrom(flags, Date.now()));
+  const data = dataFrom(flags);
+  const envelope = await publishCommand(flags, "schedule", { tenantId, serviceCallId, dueAt, ...(data === undefined ? {} : { data }) }, tenantId);
+  process.stdout.write(`${JSON.stringify(envelope)}\n`);
+  return 0;
+}
+
+async function cancel(flags: Flags): Promise<number> {
+  const tenantId = required(flags, "tenant");
+  const serviceCallId = required(flags, "id");
+  const envelope = await publishCommand(flags, "cancel", { tenantId, serviceCallId }, tenantId);
+  process.stdout.write(`${JSON.stringify(envelope)}\n`);
+  return 0;
+}
+
+async function watch(flags: Flags): Promise<number> {
+  const tenant = flags.tenant === undefined ? "*" : required(flags, "tenant");
+  const prefix = prefixOf(flags);
+  const servers = (flags.server ?? process.env.TIMER_BROKER_URL ?? "nats://127.0.0.1:4222").split(",").map((s) => s.trim());
+  const nc = await connect({ ...natsConnectionOptions(servers, loadNatsCredentials(process.env)), name: "timer-service-cli", waitOnFirstConnect: false });
+  const subscriptions = ["due", "rejected"].map((kind) => nc.subscribe(`${prefix}.events.${kind}.${tenant}`));
+  const stop = (): void => void nc.drain().then(() => process.exit(0));
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  await nc.flush();
+  process.stderr.write(`watching ${prefix}.events.{due,rejected}.${tenant} (Ctrl-C to stop)\n`);
+  await Promise.all(
+    subscriptions.map(async (subscription) => {
+      for await (const message of subscription) process.stdout.write(`${message.string()}\n`);
+    }),
+  );
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`timer-service: ${error.message}\nRun "timer-service --help" for usage.\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`timer-service: ${(error as Error).message ?? String(error)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,126 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NatsServerProcess } from "../support/nats-server.js";
+import { TimerServiceProcess } from "../support/timer-service-process.js";
+
+const CLI = resolve(import.meta.dirname, "../../dist/cli/main.js");
+
+function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.once("exit", (code) => done({ code, stdout, stderr }));
+  });
+}
+
+/** A long-running `watch`: resolves lines as they are printed. */
+class Watcher {
+  readonly lines: string[] = [];
+  private readonly child: ChildProcess;
+  private waiters: { match: (l: string) => boolean; resolve: (l: string) => void }[] = [];
+
+  constructor(args: string[], env: Record<string, string>) {
+    this.child = spawn(process.execPath, [CLI, "watch", ...args], { env: { ...process.env, ...env } });
+    let partial = "";
+    this.child.stdout!.on("data", (chunk: Buffer) => {
+      const parts = (partial + chunk.toString()).split("\n");
+      partial = parts.pop() ?? "";
+      for (const line of parts) {
+        this.lines.push(line);
+        this.waiters = this.waiters.filter((w) => (w.match(line) ? (w.resolve(line), false) : true));
+      }
+    });
+  }
+
+  ready(): Promise<void> {
+    return new Promise((resolveReady) => this.child.stderr!.on("data", (c: Buffer) => c.toString().includes("watching") && resolveReady()));
+  }
+
+  next(match: (line: string) => boolean): Promise<string> {
+    const found = this.lines.find(match);
+    if (found !== undefined) return Promise.resolve(found);
+    return new Promise((resolveLine) => this.waiters.push({ match, resolve: resolveLine }));
+  }
+
+  stop(): void {
+    this.child.kill("SIGTERM");
+  }
+}
+
+describe("timer-service CLI", () => {
+  let nats: NatsServerProcess;
+  let service: TimerServiceProcess;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    nats = await NatsServerProcess.start();
+    service = await TimerServiceProcess.start(nats.url);
+    env = { TIMER_BROKER_URL: nats.url };
+  });
+
+  afterAll(async () => {
+    await service?.dispose();
+    await nats?.dispose();
+  });
+
+  it("when a timer is scheduled with --in, then watch prints its DueTimeReached with the data", async () => {
+    const watcher = new Watcher(["--tenant", "cli"], env);
+    await watcher.ready();
+    const scheduled = await runCli(["schedule", "--tenant", "cli", "--id", "in-1", "--in", "500ms", "--data", '{"n":1}', "--correlation-id", "c-1"], env);
+    expect(scheduled.code).toBe(0);
+    expect(JSON.parse(scheduled.stdout)).toMatchObject({ type: "ScheduleTimer", correlationId: "c-1", payload: { serviceCallId: "in-1", data: { n: 1 } } });
+    const line = await watcher.next((l) => l.includes('"serviceCallId":"in-1"'));
+    expect(JSON.parse(line)).toMatchObject({ type: "DueTimeReached", correlationId: "c-1", payload: { tenantId: "cli", serviceCallId: "in-1", data: { n: 1 } } });
+    watcher.stop();
+  });
+
+  it("when a timer is cancelled with the CLI, then it never fires while a later one does", async () => {
+    const watcher = new Watcher(["--tenant", "cli2"], env);
+    await watcher.ready();
+    expect((await runCli(["schedule", "--tenant", "cli2", "--id", "doomed", "--in", "1s"], env)).code).toBe(0);
+    expect((await runCli(["cancel", "--tenant", "cli2", "--id", "doomed"], env)).code).toBe(0);
+    expect((await runCli(["schedule", "--tenant", "cli2", "--id", "barrier", "--in", "1500ms"], env)).code).toBe(0);
+    await watcher.next((l) => l.includes('"serviceCallId":"barrier"'));
+    expect(watcher.lines.some((l) => l.includes('"serviceCallId":"doomed"'))).toBe(false);
+    watcher.stop();
+  });
+
+  it("when --at is ISO 8601 or plain words, then the dueAt is that instant", async () => {
+    const iso = await runCli(["schedule", "--tenant", "cli", "--id", "at-iso", "--at", "2030-01-02T03:04:05+01:00"], env);
+    expect(JSON.parse(iso.stdout).payload.dueAt).toBe("2030-01-02T02:04:05.000Z");
+    const words = await runCli(["schedule", "--tenant", "cli", "--id", "at-words", "--at", "tomorrow 9am"], env);
+    expect(words.code).toBe(0);
+    const dueAt = Date.parse(JSON.parse(words.stdout).payload.dueAt);
+    expect(dueAt).toBeGreaterThan(Date.now());
+    expect(dueAt - Date.now()).toBeLessThan(2 * 86_400_000);
+  });
+
+  it("when a flag is wrong, then the CLI exits 2 naming the problem", async () => {
+    const cases: [string[], RegExp][] = [
+      [["schedule", "--tenant", "cli", "--in", "5s"], /--id is required/],
+      [["schedule", "--tenant", "cli", "--id", "x", "--in", "5 parsecs"], /--in/],
+      [["schedule", "--tenant", "cli", "--id", "x", "--at", "whenever-ish zzz"], /--at/],
+      [["schedule", "--tenant", "cli", "--id", "x", "--in", "1s", "--at", "tomorrow"], /exactly one of --at or --in/],
+      [["schedule", "--tenant", "bad tenant!", "--id", "x", "--in", "1s"], /--tenant/],
+      [["schedule", "--tenant", "cli", "--id", "x", "--in", "1s", "--data", "{nope"], /--data is not JSON/],
+      [["launch"], /unknown command "launch"/],
+      [["watch", "--bogus"], /bogus/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await runCli(args, env);
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(result.stderr).toMatch(message);
+    }
+  });
+
+  it("when asked for help, then usage with examples is printed", async () => {
+    const result = await runCli(["--help"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/timer-service schedule --tenant T --id ID/);
+    expect(result.stdout).toMatch(/Examples:/);
+  });
+});
