@@ -11,7 +11,11 @@ import { PrometheusTimerMetrics } from "./adapters/metrics/prometheus-timer-metr
 import { HealthHttpServer } from "./adapters/http/health-http-server.js";
 import { NatsBroker } from "./adapters/nats/nats-broker.js";
 import { JetStreamEventPublisher } from "./adapters/nats/jetstream-event-publisher.js";
+import { JetStreamAckTracker } from "./adapters/nats/jetstream-ack-tracker.js";
 import { NatsCommandConsumer } from "./adapters/nats/nats-command-consumer.js";
+
+/** How long a DueTimeReached or CommandRejected publish waits for the stream's ack. */
+const PUBLISH_ACK_TIMEOUT_MS = 5_000;
 
 export interface RunningTimerService {
   readonly http: AddressInfo;
@@ -58,7 +62,8 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
   const brokerGauge = setInterval(() => metrics.brokerConnected.set(connectedBroker.ready ? 1 : 0), 1_000);
   brokerGauge.unref();
 
-  const publisher = new JetStreamEventPublisher(connectedBroker.js, {
+  const acks = new JetStreamAckTracker(connectedBroker.connection, PUBLISH_ACK_TIMEOUT_MS);
+  const publisher = new JetStreamEventPublisher(acks, {
     subjectPrefix: config.subjectPrefix,
     eventsStream: config.eventsStream,
     clock,
@@ -95,6 +100,7 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
       await consumer.stop();
       await runningLoop.stop();
       await connectedBroker.close();
+      acks.close();
       await store.close();
       await http.close();
     },

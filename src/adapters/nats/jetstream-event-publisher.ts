@@ -1,8 +1,8 @@
-import type { JetStreamClient } from "@nats-io/jetstream";
 import { dueEventId } from "../../domain/due-time.js";
 import type { Clock } from "../../app/clock.js";
 import type { CommandRejected, DueTimeReached, TimerEventPublisher } from "../../app/timer-event-publisher.js";
 import { commandRejectedJson, dueTimeReachedJson } from "./event-envelopes.js";
+import type { JetStreamAckTracker } from "./jetstream-ack-tracker.js";
 
 const encoder = new TextEncoder();
 
@@ -13,25 +13,19 @@ const encoder = new TextEncoder();
  */
 export class JetStreamEventPublisher implements TimerEventPublisher {
   constructor(
-    private readonly js: JetStreamClient,
-    private readonly options: { readonly subjectPrefix: string; readonly eventsStream: string; readonly clock: Clock; readonly timeoutMs?: number },
+    private readonly acks: JetStreamAckTracker,
+    private readonly options: { readonly subjectPrefix: string; readonly eventsStream: string; readonly clock: Clock },
   ) {}
 
-  async publishDueTimeReached(event: DueTimeReached): Promise<void> {
+  publishDueTimeReached(event: DueTimeReached): Promise<void> {
     const body = dueTimeReachedJson(event, this.options.clock.now());
-    await this.publish(`${this.options.subjectPrefix}.events.due.${event.tenantId}`, body, dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs));
+    const subject = `${this.options.subjectPrefix}.events.due.${event.tenantId}`;
+    return this.acks.publish(subject, encoder.encode(body), dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs), this.options.eventsStream);
   }
 
-  async publishCommandRejected(event: CommandRejected): Promise<void> {
+  publishCommandRejected(event: CommandRejected): Promise<void> {
     const body = commandRejectedJson(event, this.options.clock.now());
-    await this.publish(`${this.options.subjectPrefix}.events.rejected.${event.tenant}`, body, event.id);
-  }
-
-  private async publish(subject: string, body: string, msgID: string): Promise<void> {
-    await this.js.publish(subject, encoder.encode(body), {
-      msgID,
-      expect: { streamName: this.options.eventsStream },
-      timeout: this.options.timeoutMs ?? 5_000,
-    });
+    const subject = `${this.options.subjectPrefix}.events.rejected.${event.tenant}`;
+    return this.acks.publish(subject, encoder.encode(body), event.id, this.options.eventsStream);
   }
 }

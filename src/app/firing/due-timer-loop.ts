@@ -1,7 +1,8 @@
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerStore } from "../timer-store.js";
-import type { DueTimerWorker } from "./due-timer-worker.js";
+import type { DueTimerWorker, PollReport } from "./due-timer-worker.js";
+import type { DueCursor } from "../timer-store.js";
 
 export interface DueTimerLoopDeps {
   readonly worker: DueTimerWorker;
@@ -13,6 +14,8 @@ export interface DueTimerLoopDeps {
 }
 
 const FAILURE_BACKOFF_BASE_MS = 100;
+/** Polls in flight at once while a backlog drains. */
+const PIPELINE_DEPTH = 8;
 
 /**
  * Runs the worker's polls for as long as the service runs. It polls again at once while polls come
@@ -63,9 +66,9 @@ export class DueTimerLoop {
   private async run(): Promise<void> {
     while (!this.stopped) {
       this.wakeRequestMs = Number.POSITIVE_INFINITY;
-      const pollAgainNow = await this.pollUntilDrained();
+      await this.pollUntilDrained();
       if (this.stopped) break;
-      let delayMs = pollAgainNow ? 0 : await this.nextDelayMs();
+      let delayMs = await this.nextDelayMs();
       delayMs = Math.max(0, Math.min(delayMs, this.wakeRequestMs - this.deps.clock.now()));
       await new Promise<void>((resolve) => {
         this.endSleep = resolve;
@@ -76,24 +79,46 @@ export class DueTimerLoop {
     }
   }
 
-  /** Polls while batches come back full; true when the loop should poll again without sleeping. */
-  private async pollUntilDrained(): Promise<boolean> {
+  /**
+   * Polls while batches come back full. Timers stored behind the chain's cursor meanwhile are due
+   * already, so the next-due-time lookup after the chain makes the loop poll again at once.
+   * Up to PIPELINE_DEPTH polls are in flight: the next one reads after the previous one's last
+   * timer while that one's publishes await their acks, so a backlog drains at the speed of the
+   * broker rather than of one round trip per batch. Publish order stays oldest due first.
+   */
+  private async pollUntilDrained(): Promise<void> {
     const { worker, logger } = this.deps;
+    const inFlight: Promise<PollReport>[] = [];
+    let cursor: DueCursor | undefined;
+    let more = true;
+    let failed = false;
     try {
-      for (;;) {
-        const report = await worker.poll();
-        if (report.failed > 0) {
-          this.consecutiveFailures++;
-          return false;
+      while (more || inFlight.length > 0) {
+        if (more && inFlight.length < PIPELINE_DEPTH) {
+          const poll = worker.startPoll(cursor);
+          inFlight.push(poll.done);
+          const read = await poll.read;
+          cursor = read.last;
+          more = read.full && !this.stopped;
+          continue;
         }
-        this.consecutiveFailures = 0;
-        if (!report.full || this.stopped) return false;
+        const report = await inFlight.shift()!;
+        if (report.failed > 0) {
+          failed = true;
+          more = false;
+        }
       }
     } catch (error) {
+      await Promise.allSettled(inFlight);
       this.consecutiveFailures++;
       logger.error({ err: error, consecutiveFailures: this.consecutiveFailures }, "due-timer poll failed");
-      return false;
+      return;
     }
+    if (failed) {
+      this.consecutiveFailures++;
+      return;
+    }
+    this.consecutiveFailures = 0;
   }
 
   private async nextDelayMs(): Promise<number> {

@@ -5,6 +5,12 @@ import type { TimerEventPublisher } from "../timer-event-publisher.js";
 import type { TimerMetrics } from "../timer-metrics.js";
 import type { DueCursor, TimerStore } from "../timer-store.js";
 
+/** What a poll read: whether the batch was full, and the position after its last timer. */
+export interface PollRead {
+  readonly full: boolean;
+  readonly last: DueCursor | undefined;
+}
+
 /** What one poll did. */
 export interface PollReport {
   /** Due timers the query returned. */
@@ -35,11 +41,37 @@ export interface DueTimerWorkerDeps {
 export class DueTimerWorker {
   constructor(private readonly deps: DueTimerWorkerDeps) {}
 
-  async poll(after?: DueCursor): Promise<PollReport & { readonly last?: DueCursor }> {
-    const { store, clock, metrics, batchSize } = this.deps;
+  /** One poll; resolves when its publishes and marks are done. */
+  poll(after?: DueCursor): Promise<PollReport> {
+    return this.startPoll(after).done;
+  }
+
+  /**
+   * Starts one poll. `read` resolves as soon as the due timers are read — with the position after
+   * the last one, so that the next poll can start while this one's publishes are still in flight —
+   * and `done` once they are published and marked.
+   */
+  startPoll(after?: DueCursor): { readonly read: Promise<PollRead>; readonly done: Promise<PollReport> } {
+    const { store, clock, batchSize } = this.deps;
     const startedAt = performance.now();
     const nowMs = clock.now();
-    const due = await store.findDue(nowMs, batchSize, after);
+    const due = store.findDue(nowMs, batchSize, after);
+    const read = due.then((timers): PollRead => {
+      const last = timers[timers.length - 1];
+      return {
+        full: timers.length === batchSize,
+        last: last === undefined ? after : { dueAtMs: last.dueAtMs, tenantId: last.tenantId, serviceCallId: last.serviceCallId },
+      };
+    });
+    const done = due.then((timers) => this.publishAndMark(timers, nowMs, startedAt));
+    // A failed read surfaces through both promises; callers may await only one of them.
+    read.catch(() => undefined);
+    done.catch(() => undefined);
+    return { read, done };
+  }
+
+  private async publishAndMark(due: readonly ScheduledTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
+    const { store, clock, metrics, batchSize } = this.deps;
     const { published, failed } = await this.publish(due, nowMs);
     let marked = 0;
     if (published.length > 0) {
@@ -52,9 +84,7 @@ export class DueTimerWorker {
       }
     }
     metrics.pollCompleted((performance.now() - startedAt) / 1000, clock.now());
-    const lastTimer = due[due.length - 1];
-    const last = lastTimer === undefined ? undefined : { dueAtMs: lastTimer.dueAtMs, tenantId: lastTimer.tenantId, serviceCallId: lastTimer.serviceCallId };
-    return { found: due.length, published: published.length, failed, marked, full: due.length === batchSize, last };
+    return { found: due.length, published: published.length, failed, marked, full: due.length === batchSize };
   }
 
   private async publish(due: readonly ScheduledTimer[], reachedAtMs: number): Promise<{ published: ScheduledTimer[]; failed: number }> {

@@ -1,0 +1,108 @@
+import type { DecideCommand, DueCursor, TimerStore } from "../../app/timer-store.js";
+import { isScheduled, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
+import type { TimerCommand } from "../../domain/timer-command.js";
+import type { CommandDecision } from "../../domain/timer-rules.js";
+
+/**
+ * Orders strings as SQLite's BINARY collation does (memcmp of UTF-8), which is code point order.
+ * JavaScript's `<` compares UTF-16 code units, which puts astral characters (surrogate pairs,
+ * 0xD800–0xDFFF) before U+E000–U+FFFF; shifting the units at the first difference fixes that.
+ */
+export function compareUtf8(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+function codePointRank(codeUnit: number): number {
+  if (codeUnit >= 0xe000) return codeUnit - 0x800;
+  if (codeUnit >= 0xd800) return codeUnit + 0x2000;
+  return codeUnit;
+}
+
+function compareDue(a: DueCursor, b: DueCursor): number {
+  return (
+    a.dueAtMs - b.dueAtMs || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId)
+  );
+}
+
+function keyOf(key: TimerKey): string {
+  return `${key.tenantId}\u0000${key.serviceCallId}`;
+}
+
+/** Timers in a Map; for unit tests, and the reference the SQLite store is checked against. */
+export class MemoryTimerStore implements TimerStore {
+  #timers: Map<string, Timer> | undefined = new Map();
+
+  async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
+    const timers = this.#open();
+    // Staged apart and copied in only when every command is decided: all or nothing.
+    const staged = new Map<string, Timer>();
+    const decisions = commands.map((command) => {
+      const key = keyOf(command);
+      const decision = decide(staged.get(key) ?? timers.get(key), command);
+      if (decision.next !== undefined) staged.set(key, { ...decision.next });
+      return decision;
+    });
+    for (const [key, timer] of staged) timers.set(key, timer);
+    return decisions;
+  }
+
+  async findDue(nowMs: number, limit: number, after?: DueCursor): Promise<ScheduledTimer[]> {
+    return [...this.#open().values()]
+      .filter(isScheduled)
+      .filter((timer) => timer.dueAtMs <= nowMs && (after === undefined || compareDue(timer, after) > 0))
+      .sort(compareDue)
+      .slice(0, limit);
+  }
+
+  async markReached(timers: readonly ScheduledTimer[], reachedAtMs: number): Promise<TimerKey[]> {
+    const stored = this.#open();
+    const marked: TimerKey[] = [];
+    for (const timer of timers) {
+      const current = stored.get(keyOf(timer));
+      const unchanged =
+        isScheduled(current) &&
+        current.dueAtMs === timer.dueAtMs &&
+        current.data === timer.data &&
+        current.correlationId === timer.correlationId;
+      if (!unchanged) continue;
+      stored.set(keyOf(timer), { ...current, state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs });
+      marked.push({ tenantId: timer.tenantId, serviceCallId: timer.serviceCallId });
+    }
+    return marked;
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    let next: number | null = null;
+    for (const timer of this.#open().values()) {
+      if (isScheduled(timer) && (next === null || timer.dueAtMs < next)) next = timer.dueAtMs;
+    }
+    return next;
+  }
+
+  async countScheduled(): Promise<number> {
+    return [...this.#open().values()].filter(isScheduled).length;
+  }
+
+  async get(key: TimerKey): Promise<Timer | undefined> {
+    return this.#open().get(keyOf(key));
+  }
+
+  isOpen(): boolean {
+    return this.#timers !== undefined;
+  }
+
+  async close(): Promise<void> {
+    this.#timers = undefined;
+  }
+
+  #open(): Map<string, Timer> {
+    if (this.#timers === undefined) throw new Error("MemoryTimerStore is closed");
+    return this.#timers;
+  }
+}

@@ -1,0 +1,164 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { drizzle } from "drizzle-orm/better-sqlite3";
+import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import type { DecideCommand, DueCursor, TimerStore } from "../../app/timer-store.js";
+import type { ScheduledTimer, Timer, TimerKey } from "../../domain/timer.js";
+import type { TimerCommand } from "../../domain/timer-command.js";
+import type { CommandDecision } from "../../domain/timer-rules.js";
+
+export interface SqliteTimerStoreOptions {
+  /** The database file; its folder is created when missing. */
+  readonly path: string;
+  /**
+   * NORMAL (default): in WAL mode a commit survives a crash of the process (kill -9), as the OS
+   * still holds the written pages; only a power loss or OS crash can lose the last commits.
+   * FULL: fsync at every commit, so commits also survive a power loss, at a lower commit rate.
+   */
+  readonly synchronous?: "NORMAL" | "FULL";
+  /** How long a statement waits for a lock held by another connection before failing. */
+  readonly busyTimeoutMs?: number;
+  /** The folder of drizzle-kit's SQL migrations; defaults to `drizzle/` at the package root. */
+  readonly migrationsFolder?: string;
+}
+
+// src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
+const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle", import.meta.url));
+
+/** Opens (creating when missing) and migrates the timer database at `options.path`. */
+export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTimerStore {
+  mkdirSync(dirname(options.path), { recursive: true });
+  const db = new Database(options.path);
+  try {
+    db.pragma("journal_mode = WAL");
+    db.pragma(`synchronous = ${options.synchronous ?? "NORMAL"}`);
+    db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
+    migrate(drizzle({ client: db }), { migrationsFolder: options.migrationsFolder ?? DEFAULT_MIGRATIONS_FOLDER });
+    return new SqliteTimerStore(db);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+// Aliased to the field names of Timer, so a row is a Timer without mapping.
+const TIMER_COLUMNS = `
+  tenant_id AS tenantId, service_call_id AS serviceCallId, state, due_at AS dueAtMs, data,
+  correlation_id AS correlationId, command_ts AS commandTs, registered_at AS registeredAtMs,
+  reached_at AS reachedAtMs, updated_at AS updatedAtMs`;
+
+// The literal `state = 'Scheduled'` lets SQLite use the partial index timer_schedules_due_idx.
+const DUE_ORDER = "ORDER BY due_at, tenant_id, service_call_id LIMIT @limit";
+
+/**
+ * Timers in one SQLite table (`timer_schedules`). The hot paths use better-sqlite3 prepared
+ * statements directly; drizzle defines the schema and applies the migrations.
+ */
+export class SqliteTimerStore implements TimerStore {
+  readonly #db: Database.Database;
+  readonly #selectByKey: Database.Statement<[TimerKey], Timer>;
+  readonly #upsert: Database.Statement<[Timer]>;
+  readonly #selectDue: Database.Statement<[{ nowMs: number; limit: number }], ScheduledTimer>;
+  readonly #selectDueAfter: Database.Statement<[DueCursor & { nowMs: number; limit: number }], ScheduledTimer>;
+  readonly #markReached: Database.Statement<
+    [Pick<ScheduledTimer, "tenantId" | "serviceCallId" | "dueAtMs" | "data" | "correlationId"> & { reachedAtMs: number }]
+  >;
+  readonly #selectNextDueAt: Database.Statement<[], { dueAtMs: number | null }>;
+  readonly #countScheduled: Database.Statement<[], { count: number }>;
+  readonly #applyAll: (commands: readonly TimerCommand[], decide: DecideCommand) => CommandDecision[];
+  readonly #markAll: (timers: readonly ScheduledTimer[], reachedAtMs: number) => TimerKey[];
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+    this.#selectByKey = db.prepare(
+      `SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
+    );
+    this.#upsert = db.prepare(`
+      INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id,
+        command_ts, registered_at, reached_at, updated_at)
+      VALUES (@tenantId, @serviceCallId, @state, @dueAtMs, @data, @correlationId,
+        @commandTs, @registeredAtMs, @reachedAtMs, @updatedAtMs)
+      ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET
+        state = excluded.state, due_at = excluded.due_at, data = excluded.data,
+        correlation_id = excluded.correlation_id, command_ts = excluded.command_ts,
+        registered_at = excluded.registered_at, reached_at = excluded.reached_at,
+        updated_at = excluded.updated_at`);
+    this.#selectDue = db.prepare(
+      `SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE state = 'Scheduled' AND due_at <= @nowMs ${DUE_ORDER}`,
+    );
+    this.#selectDueAfter = db.prepare(`
+      SELECT ${TIMER_COLUMNS} FROM timer_schedules
+      WHERE state = 'Scheduled' AND due_at <= @nowMs
+        AND (due_at, tenant_id, service_call_id) > (@dueAtMs, @tenantId, @serviceCallId)
+      ${DUE_ORDER}`);
+    this.#markReached = db.prepare(`
+      UPDATE timer_schedules SET state = 'Reached', reached_at = @reachedAtMs, updated_at = @reachedAtMs
+      WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Scheduled'
+        AND due_at = @dueAtMs AND data IS @data AND correlation_id IS @correlationId`);
+    this.#selectNextDueAt = db.prepare(
+      "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE state = 'Scheduled'",
+    );
+    this.#countScheduled = db.prepare("SELECT count(*) AS count FROM timer_schedules WHERE state = 'Scheduled'");
+
+    // IMMEDIATE takes the write lock up front: a deferred transaction that reads and then writes can
+    // fail with SQLITE_BUSY at the upgrade without waiting for busy_timeout.
+    this.#applyAll = db.transaction((commands: readonly TimerCommand[], decide: DecideCommand) =>
+      commands.map((command) => {
+        const { tenantId, serviceCallId } = command;
+        const decision = decide(this.#selectByKey.get({ tenantId, serviceCallId }), command);
+        if (decision.next !== undefined) this.#upsert.run(decision.next);
+        return decision;
+      }),
+    ).immediate;
+    this.#markAll = db.transaction((timers: readonly ScheduledTimer[], reachedAtMs: number) => {
+      const marked: TimerKey[] = [];
+      for (const { tenantId, serviceCallId, dueAtMs, data, correlationId } of timers) {
+        const { changes } = this.#markReached.run({ tenantId, serviceCallId, dueAtMs, data, correlationId, reachedAtMs });
+        if (changes === 1) marked.push({ tenantId, serviceCallId });
+      }
+      return marked;
+    }).immediate;
+  }
+
+  async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
+    return this.#applyAll(commands, decide);
+  }
+
+  async findDue(nowMs: number, limit: number, after?: DueCursor): Promise<ScheduledTimer[]> {
+    if (after === undefined) return this.#selectDue.all({ nowMs, limit });
+    const { dueAtMs, tenantId, serviceCallId } = after;
+    return this.#selectDueAfter.all({ nowMs, limit, dueAtMs, tenantId, serviceCallId });
+  }
+
+  async markReached(timers: readonly ScheduledTimer[], reachedAtMs: number): Promise<TimerKey[]> {
+    return this.#markAll(timers, reachedAtMs);
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    return this.#selectNextDueAt.get()?.dueAtMs ?? null;
+  }
+
+  async countScheduled(): Promise<number> {
+    return this.#countScheduled.get()?.count ?? 0;
+  }
+
+  async get(key: TimerKey): Promise<Timer | undefined> {
+    const { tenantId, serviceCallId } = key;
+    return this.#selectByKey.get({ tenantId, serviceCallId });
+  }
+
+  /** Moves the write-ahead log into the database file and truncates it (e.g. before a backup). */
+  checkpoint(): void {
+    this.#db.pragma("wal_checkpoint(TRUNCATE)");
+  }
+
+  isOpen(): boolean {
+    return this.#db.open;
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+}

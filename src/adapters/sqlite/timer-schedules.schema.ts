@@ -1,0 +1,34 @@
+import { sql } from "drizzle-orm";
+import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/** One row per timer key. Instants are integer milliseconds since the epoch, UTC. */
+export const timerSchedules = sqliteTable(
+  "timer_schedules",
+  {
+    tenantId: text("tenant_id").notNull(),
+    serviceCallId: text("service_call_id").notNull(),
+    state: text("state", { enum: ["Scheduled", "Reached", "Cancelled"] }).notNull(),
+    /** Null only for a tombstone: the cancel of a key that was never scheduled. */
+    dueAt: integer("due_at"),
+    /** JSON text, stored as received so that it is echoed byte-for-byte. */
+    data: text("data"),
+    correlationId: text("correlation_id"),
+    /** The largest timestampMs of the commands applied to this timer. */
+    commandTs: integer("command_ts").notNull(),
+    registeredAt: integer("registered_at").notNull(),
+    reachedAt: integer("reached_at"),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.serviceCallId] }),
+    check("timer_schedules_state_check", sql`${t.state} IN ('Scheduled', 'Reached', 'Cancelled')`),
+    check("timer_schedules_due_at_check", sql`${t.dueAt} IS NOT NULL OR ${t.state} = 'Cancelled'`),
+    // Partial: Reached and Cancelled rows accumulate forever, the poll must not pay for them.
+    // Serves findDue's ORDER BY, nextDueAt's min(due_at) and countScheduled.
+    index("timer_schedules_due_idx")
+      .on(t.dueAt, t.tenantId, t.serviceCallId)
+      .where(sql`${t.state} = 'Scheduled'`),
+  ],
+);
+
+export type TimerScheduleRow = typeof timerSchedules.$inferSelect;
