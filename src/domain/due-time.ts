@@ -7,6 +7,9 @@
 const ISO_DATE_TIME =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
 
+/** 0000-01-01T00:00:00.000Z: the earliest instant with a four-digit year. */
+const EARLIEST_INSTANT_MS = -62_167_219_200_000;
+
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] as const;
 
 function isLeapYear(year: number): boolean {
@@ -45,7 +48,9 @@ export function parseInstant(text: string): number | undefined {
   // setUTCFullYear, not Date.UTC: Date.UTC maps years 0..99 to 1900..1999.
   date.setUTCFullYear(year, month - 1, day);
   date.setUTCHours(hour, minute, second, millis);
-  return date.getTime() - offsetMinutes * 60_000;
+  const epochMs = date.getTime() - offsetMinutes * 60_000;
+  // An offset can push year 0000 into year -1, which has no four-digit UTC form for the events.
+  return epochMs < EARLIEST_INSTANT_MS ? undefined : epochMs;
 }
 
 /** Formats epoch milliseconds as UTC with milliseconds, e.g. `2026-11-25T22:00:00.000Z`. */

@@ -82,15 +82,3 @@ async function ensureStream(jsm: JetStreamManager, name: string, create: () => P
     }
   }
 }
-
-/** Whether the streams and the consumer exist (for the readiness probe). */
-export async function timerTopologyExists(jsm: JetStreamManager, topology: TimerTopology): Promise<boolean> {
-  try {
-    await jsm.streams.info(topology.commandsStream);
-    await jsm.streams.info(topology.eventsStream);
-    await jsm.consumers.info(topology.commandsStream, topology.consumerName);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -6,6 +6,8 @@ import { connectToNats } from "./nats-connection.js";
 import { ensureTimerTopology, type TimerTopology } from "./jetstream-topology.js";
 
 const TOPOLOGY_RETRY_MS = 1_000;
+/** How often the streams and the consumer are checked (and recreated) while connected. */
+const TOPOLOGY_CHECK_MS = 5_000;
 
 /**
  * The service's connection to NATS: tracks whether it is connected and whether the streams and the
@@ -18,6 +20,7 @@ export class NatsBroker {
   readonly js: JetStreamClient;
   private ensuring: Promise<void> | undefined;
   private closing = false;
+  private readonly checker: NodeJS.Timeout;
 
   private constructor(
     readonly connection: NatsConnection,
@@ -28,6 +31,11 @@ export class NatsBroker {
   ) {
     this.js = jetstream(connection, { timeout: 5_000 });
     void this.watchStatus();
+    // An operator may delete the consumer or a stream at any time; readiness must notice.
+    this.checker = setInterval(() => {
+      if (this.connected && this.ensuring === undefined) void this.ensureTopology();
+    }, TOPOLOGY_CHECK_MS);
+    this.checker.unref();
   }
 
   /** Connects (waiting for the broker if it is not up yet) and ensures the topology. */
@@ -80,6 +88,7 @@ export class NatsBroker {
 
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.checker);
     if (this.connection.isClosed()) return;
     // drain flushes the acks and publishes still buffered; close is the fallback when it stalls.
     await Promise.race([this.connection.drain(), new Promise((r) => setTimeout(r, 2_000))]).catch(() => undefined);

@@ -118,5 +118,7 @@ function toDeliveredCommand(message: JsMsg): DeliveredCommand {
 function settle(message: JsMsg, settlement: CommandSettlement | undefined): void {
   if (settlement === undefined || settlement.kind === "nak") message.nak(settlement?.delayMs ?? 1_000);
   else if (settlement.kind === "ack") message.ack();
-  else message.term(settlement.reason.slice(0, 200));
+  // A bare term: nats-server before 2.10.4 does not understand a term with a reason and would leave
+  // the message pending, to be redelivered and rejected again after every ack_wait.
+  else message.term();
 }

@@ -67,6 +67,7 @@ export class CommandDecoder {
     }
     const isEnvelope = Object.hasOwn(body, "payload");
     if (isEnvelope) context.readEnvelope(body as Record<string, unknown>);
+    else context.readPayload(body as Record<string, unknown>);
 
     let envelope: CommandEnvelope | undefined;
     if (isEnvelope) {
@@ -85,7 +86,6 @@ export class CommandDecoder {
     }
 
     const payload = envelope?.payload ?? (body as Record<string, unknown>);
-    context.readPayload(payload);
     const timestampMs = envelope?.timestampMs ?? raw.brokerTimestampMs;
     const correlationId = envelope?.correlationId ?? null;
 
