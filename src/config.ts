@@ -145,6 +145,10 @@ export function loadConfig(env: Env): TimerServiceConfig {
   if ((user === undefined) !== (password === undefined)) {
     throw new ConfigError(user === undefined ? "TIMER_NATS_USER" : "TIMER_NATS_PASSWORD", "TIMER_NATS_USER and TIMER_NATS_PASSWORD go together");
   }
+  const logins = (["TIMER_NATS_USER", "TIMER_NATS_TOKEN", "TIMER_NATS_NKEY_SEED", "TIMER_NATS_CREDS_FILE"] as const).filter(
+    (variable) => optional(env, variable) !== undefined,
+  );
+  if (logins.length > 1) throw new ConfigError(logins[1]!, `use one way to log in to NATS, not ${logins.join(" and ")}`);
   if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
     throw new ConfigError(tlsCertFile === undefined ? "TIMER_NATS_TLS_CERT_FILE" : "TIMER_NATS_TLS_KEY_FILE", "the TLS certificate and key go together");
   }

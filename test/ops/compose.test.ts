@@ -1,0 +1,80 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { findBinary, repoRoot, runCommand } from "./ops-support.js";
+
+// docker-compose 1.29 (Debian) validates the file offline, no Docker engine needed. CI installs
+// it, so there a missing binary is a failure; on a developer machine the tests skip and say why.
+const compose = findBinary("docker-compose");
+const missing = "docker-compose is not on PATH (apt-get install -y docker-compose)";
+
+function requireCompose(skip: (note?: string) => never): string {
+  if (compose !== undefined) return compose;
+  if (process.env.CI) throw new Error(`${missing}; CI must install it`);
+  return skip(`skipped: ${missing}`);
+}
+
+/** `profiles` of each service in `docker-compose config` output (block YAML, two-space indents). */
+function profilesByService(config: string): Record<string, string[]> {
+  const services: Record<string, string[]> = {};
+  const lines = config.split("\n");
+  let inServices = false;
+  let current: string | undefined;
+  let inProfiles = false;
+  for (const line of lines) {
+    if (/^\S/.test(line)) inServices = line === "services:";
+    if (!inServices) continue;
+    const service = /^  ([\w.-]+):$/.exec(line);
+    if (service !== null) {
+      current = service[1]!;
+      services[current] = [];
+      inProfiles = false;
+      continue;
+    }
+    if (current === undefined) continue;
+    if (/^    [\w.-]+:/.test(line)) inProfiles = line === "    profiles:";
+    const item = /^    - (\S+)$/.exec(line);
+    if (inProfiles && item !== null) services[current]!.push(item[1]!);
+  }
+  return services;
+}
+
+describe("docker-compose.yml", () => {
+  it("when docker-compose validates it, then it is a valid compose file", ({ skip }) => {
+    const result = runCommand(requireCompose(skip), ["config", "-q"]);
+    expect(result.code, result.output).toBe(0);
+  });
+
+  it("when docker-compose resolves it, then nats, timer-service, prometheus and grafana are defined", ({ skip }) => {
+    const result = runCommand(requireCompose(skip), ["config", "--services"]);
+    expect(result.code, result.output).toBe(0);
+    expect(result.output.trim().split("\n").sort()).toEqual(["grafana", "nats", "prometheus", "timer-service"]);
+  });
+
+  it("when docker-compose resolves it, then grafana alone is under the dashboards profile (off by default)", ({ skip }) => {
+    const result = runCommand(requireCompose(skip), ["config"]);
+    expect(result.code, result.output).toBe(0);
+    expect(profilesByService(result.output)).toEqual({
+      grafana: ["dashboards"],
+      nats: [],
+      prometheus: [],
+      "timer-service": [],
+    });
+  });
+
+  it("when .env.example holds host values, then the container still gets the broker, database and address it needs", ({ skip }) => {
+    const result = runCommand(requireCompose(skip), ["config"]);
+    expect(result.code, result.output).toBe(0);
+    const timerService = /^  timer-service:\n([\s\S]*?)(?=^  \S|^\S)/m.exec(result.output)?.[1] ?? "";
+
+    expect(timerService).toMatch(/^      TIMER_BROKER_URL: nats:\/\/nats:4222$/m);
+    expect(timerService).toMatch(/^      TIMER_DB_PATH: \/data\/timer\.db$/m);
+    expect(timerService).toMatch(/^      TIMER_HTTP_HOST: 0\.0\.0\.0$/m);
+    expect(timerService).toMatch(/^    - timer-data:\/data(:rw)?$/m);
+  });
+
+  it("when read as text, then it has no top-level name: (docker-compose 1.x rejects it)", () => {
+    const text = readFileSync(join(repoRoot, "docker-compose.yml"), "utf8");
+    expect(text).not.toMatch(/^name:/m);
+  });
+});
