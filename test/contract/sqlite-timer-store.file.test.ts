@@ -1,0 +1,81 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
+import { decideCommand } from "../../src/domain/timer-rules.js";
+
+describe("SqliteTimerStore database file", () => {
+  let folder: string;
+  const opened: SqliteTimerStore[] = [];
+  const open = (path: string) => {
+    const store = openSqliteTimerStore({ path });
+    opened.push(store);
+    return store;
+  };
+
+  /** Reads the file with a connection of its own, so the store's connection cannot hide anything. */
+  function inspect<T>(path: string, read: (db: Database.Database) => T): T {
+    const db = new Database(path, { readonly: true });
+    try {
+      return read(db);
+    } finally {
+      db.close();
+    }
+  }
+
+  beforeEach(() => {
+    folder = mkdtempSync(join(tmpdir(), "timer-store-file-"));
+  });
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+    rmSync(folder, { recursive: true, force: true });
+  });
+
+  it("when the folder of the path is missing, then it is created", () => {
+    const path = join(folder, "nested", "deeper", "timer.db");
+
+    const store = open(path);
+
+    expect(store.isOpen()).toBe(true);
+    expect(existsSync(path)).toBe(true);
+  });
+
+  it("when the store is open, then the file is in WAL mode", () => {
+    const path = join(folder, "timer.db");
+
+    open(path);
+
+    expect(inspect(path, (db) => db.pragma("journal_mode", { simple: true }))).toBe("wal");
+  });
+
+  it("when the store is reopened, then the migrations are not applied again and timers are kept", async () => {
+    const path = join(folder, "timer.db");
+    const first = open(path);
+    const command = { tenantId: "acme", serviceCallId: "call-1", dueAtMs: 5, data: null, correlationId: null };
+    await first.applyCommands([{ kind: "schedule", ...command, timestampMs: 1 }], (current, cmd) =>
+      decideCommand(current, cmd, 1),
+    );
+    await first.close();
+
+    const second = open(path);
+
+    expect(await second.countScheduled()).toBe(1);
+    expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: 1 });
+  });
+
+  it("when migrationsFolder is given, then the migrations are read from there", () => {
+    const path = join(folder, "timer.db");
+
+    expect(() => openSqliteTimerStore({ path, migrationsFolder: join(folder, "no-migrations") })).toThrow(/journal/);
+  });
+
+  it("when the store is closed, then isOpen turns false", async () => {
+    const store = open(join(folder, "timer.db"));
+
+    await store.close();
+
+    expect(store.isOpen()).toBe(false);
+  });
+});
