@@ -36,7 +36,7 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
 
   let broker: NatsBroker | undefined;
   const http = new HealthHttpServer(metrics.registry, [
-    { name: "storage", ok: () => store.isOpen() },
+    { name: "storage", ok: () => store.isWritable() },
     { name: "broker", ok: () => broker?.connected === true && broker.connection.isClosed() === false },
     { name: "streams", ok: () => broker?.topologyReady === true },
   ]);

@@ -64,6 +64,7 @@ const DUE_ORDER = "ORDER BY due_at, tenant_id, service_call_id LIMIT @limit";
  * statements directly; drizzle defines the schema and applies the migrations.
  */
 export class SqliteTimerStore implements TimerStore {
+  #lastWriteFailed = false;
   readonly #db: Database.Database;
   readonly #selectByKey: Database.Statement<[TimerKey], Timer>;
   readonly #upsert: Database.Statement<[Timer]>;
@@ -128,7 +129,7 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
-    return this.#applyAll(commands, decide);
+    return this.#write(() => this.#applyAll(commands, decide));
   }
 
   async findDue(nowMs: number, limit: number, after?: DueCursor): Promise<ScheduledTimer[]> {
@@ -138,7 +139,19 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async markReached(timers: readonly ScheduledTimer[], reachedAtMs: number): Promise<TimerKey[]> {
-    return this.#markAll(timers, reachedAtMs);
+    return this.#write(() => this.#markAll(timers, reachedAtMs));
+  }
+
+  /** Runs a write transaction and remembers whether it failed (busy, read-only, disk full). */
+  #write<T>(transaction: () => T): T {
+    try {
+      const result = transaction();
+      this.#lastWriteFailed = false;
+      return result;
+    } catch (error) {
+      this.#lastWriteFailed = true;
+      throw error;
+    }
   }
 
   async nextDueAt(): Promise<number | null> {
@@ -161,6 +174,11 @@ export class SqliteTimerStore implements TimerStore {
 
   isOpen(): boolean {
     return this.#db.open;
+  }
+
+  /** Open, and the last write transaction succeeded: readiness reports storage faults with this. */
+  isWritable(): boolean {
+    return this.#db.open && !this.#lastWriteFailed;
   }
 
   async close(): Promise<void> {
