@@ -63,7 +63,10 @@ export class NatsCommandConsumer {
 
   /** Processes buffered messages batch by batch until the buffer is empty; one drain at a time. */
   private drain(): Promise<void> {
-    this.draining ??= (async () => {
+    if (this.draining !== undefined) return this.draining;
+    // Never start a drain on an empty buffer: its `finally` would run before `draining` is set.
+    if (this.buffer.length === 0) return Promise.resolve();
+    this.draining = (async () => {
       try {
         while (this.buffer.length > 0) {
           const batch = this.buffer.splice(0, COMMAND_BATCH_MAX);

@@ -1,0 +1,168 @@
+import { expect } from "vitest";
+import { jetstream, jetstreamManager, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
+import type { ReceivedEvent, TimerClient } from "../support/timer-client.js";
+import type { TimerServiceProcess } from "../support/timer-service-process.js";
+
+/** Helpers shared by the integration tests: raw commands, metrics, barriers and polling waits. */
+
+let counter = 0;
+
+/** A serviceCallId (or tenant suffix) no other test uses. */
+export function uniqueId(label: string): string {
+  return `${label}-${process.pid}-${Date.now().toString(36)}-${++counter}`;
+}
+
+/** A ScheduleTimer envelope as JSON text; `overrides` replace (or, when undefined, delete) members. */
+export function scheduleEnvelope(
+  tenantId: string,
+  serviceCallId: string,
+  dueAt: string,
+  overrides: Record<string, unknown> = {},
+  payloadOverrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return withOverrides(
+    {
+      id: uniqueId("cmd"),
+      type: "ScheduleTimer",
+      tenantId,
+      timestampMs: Date.now(),
+      payload: withOverrides({ tenantId, serviceCallId, dueAt }, payloadOverrides),
+    },
+    overrides,
+  );
+}
+
+/** A CancelTimer envelope; `overrides` as for `scheduleEnvelope`. */
+export function cancelEnvelope(
+  tenantId: string,
+  serviceCallId: string,
+  overrides: Record<string, unknown> = {},
+  payloadOverrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return withOverrides(
+    {
+      id: uniqueId("cmd"),
+      type: "CancelTimer",
+      tenantId,
+      timestampMs: Date.now(),
+      payload: withOverrides({ tenantId, serviceCallId }, payloadOverrides),
+    },
+    overrides,
+  );
+}
+
+function withOverrides(base: Record<string, unknown>, overrides: Record<string, unknown>): Record<string, unknown> {
+  const result: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value === undefined) delete result[key];
+    else result[key] = value;
+  }
+  return result;
+}
+
+/** Publishes with JetStream and returns the stream's ack. */
+export async function publishWithAck(client: TimerClient, subject: string, body: string | Uint8Array, msgID?: string): Promise<PubAck> {
+  const data = typeof body === "string" ? new TextEncoder().encode(body) : body;
+  return jetstream(client.connection).publish(subject, data, msgID === undefined ? undefined : { msgID });
+}
+
+export function manager(client: TimerClient): Promise<JetStreamManager> {
+  return jetstreamManager(client.connection);
+}
+
+/** An ISO date-time `offsetMs` from now, UTC with milliseconds. */
+export function fromNow(offsetMs: number): string {
+  return new Date(Date.now() + offsetMs).toISOString();
+}
+
+/**
+ * Schedules a timer due now and waits for its DueTimeReached. The consumer handles commands in
+ * order and the worker fires oldest `dueAt` first, so once it arrives every earlier command was
+ * handled and every earlier-due timer that was going to fire has fired.
+ */
+export async function barrier(client: TimerClient, tenantId = "barrier", dueAt = fromNow(0)): Promise<ReceivedEvent> {
+  const serviceCallId = uniqueId("barrier");
+  await client.schedule(tenantId, serviceCallId, dueAt);
+  return client.waitForDue(tenantId, serviceCallId);
+}
+
+/** Every sample of /metrics as `name{label="value",…}` (labels sorted) → value. */
+export async function scrapeMetrics(service: TimerServiceProcess): Promise<Map<string, number>> {
+  const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
+  const samples = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (match === null) continue;
+    const labels = [...(match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)]
+      .map(([, key, value]) => `${key}="${value}"`)
+      .sort();
+    samples.set(labels.length === 0 ? match[1]! : `${match[1]}{${labels.join(",")}}`, Number(match[3]));
+  }
+  return samples;
+}
+
+/** One sample's key as `scrapeMetrics` spells it. */
+export function series(name: string, labels: Record<string, string> = {}): string {
+  const parts = Object.entries(labels)
+    .map(([key, value]) => `${key}="${value}"`)
+    .sort();
+  return parts.length === 0 ? name : `${name}{${parts.join(",")}}`;
+}
+
+export function commandsSeries(type: string, outcome: string): string {
+  return series("timer_commands_received_total", { type, outcome });
+}
+
+/** Value of a sample; 0 when the series is missing. */
+export async function metricValue(service: TimerServiceProcess, key: string): Promise<number> {
+  return (await scrapeMetrics(service)).get(key) ?? 0;
+}
+
+/** Differences between two scrapes, for the keys asked. */
+export function deltas(before: Map<string, number>, after: Map<string, number>, keys: readonly string[]): Record<string, number> {
+  return Object.fromEntries(keys.map((key) => [key, (after.get(key) ?? 0) - (before.get(key) ?? 0)]));
+}
+
+/** Retries `check` (an assertion) every 50 ms until it passes or `timeoutMs` runs out. */
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+/** Events of `type` received so far for one timer (tenant and serviceCallId). */
+export function eventsFor(client: TimerClient, type: string, tenantId: string, serviceCallId: string): ReceivedEvent[] {
+  return client.events.filter(
+    (e) => e.body.type === type && e.body.tenantId === tenantId && e.body.payload?.serviceCallId === serviceCallId,
+  );
+}
+
+/** Asserts that no DueTimeReached came for the given timers (call after a barrier). */
+export function expectNeverFired(client: TimerClient, tenantId: string, ...serviceCallIds: string[]): void {
+  for (const serviceCallId of serviceCallIds) {
+    expect(eventsFor(client, "DueTimeReached", tenantId, serviceCallId), `${tenantId}/${serviceCallId} fired`).toEqual([]);
+  }
+}
+
+export const UTC_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/**
+ * Scrapes /metrics once every DueTimeReached the client received has also been counted as processed
+ * (the worker marks and counts a timer after publishing it), so gauges such as pending are settled.
+ * Valid while the client has been listening since the service started and the service was not restarted.
+ */
+export async function settledMetrics(service: TimerServiceProcess, client: TimerClient): Promise<Map<string, number>> {
+  return eventually(async () => {
+    const scrape = await scrapeMetrics(service);
+    const fired = new Set(client.received("DueTimeReached").map((e) => e.body.id)).size;
+    expect(scrape.get("timer_schedules_processed_total")).toBe(fired);
+    return scrape;
+  });
+}
