@@ -1,0 +1,261 @@
+/**
+ * `npm run bench` — builds the service, then for each scenario starts its own nats-server and the
+ * service as a separate process (`node dist/main.js`, default configuration), drives it only through
+ * NATS from this process, and finally prints ONE JSON line with every figure and the targets
+ * (pass/miss) on stdout. Progress goes to stderr. The JSON is also saved under bench-results/.
+ *
+ *   npm run bench                         all scenarios (about 3–4 minutes on 2 cores)
+ *   npm run bench -- --quick              everything 10x smaller: a smoke run
+ *   npm run bench -- --only burst,ingest  some scenarios (names below)
+ *   npm run bench -- --size 10m           also pollAt10M (10,000,000 pending rows; slow to generate)
+ *   npm run bench -- --profile            run the service under --cpu-prof and print its hot spots
+ *                                         (figures of a profiled run are not comparable)
+ */
+import { mkdirSync, writeFileSync, readdirSync, existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { REPO_ROOT, Scope, loadAverage, log, machineInfo, round, withTimeout, type BenchContext, type BenchOptions, type ProfileWindow } from "./harness.js";
+import { formatProfile, summarizeCpuProfile, type ProfileSummary } from "./cpu-profile.js";
+import { rawCeiling } from "./scenarios/raw-ceiling.js";
+import { ingest } from "./scenarios/ingest.js";
+import { burst } from "./scenarios/burst.js";
+import { lowLoadLag } from "./scenarios/low-load-lag.js";
+import { recovery } from "./scenarios/recovery.js";
+import { pollAtSize } from "./scenarios/poll-at-size.js";
+
+type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
+
+const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: boolean }[] = [
+  { name: "rawCeiling", run: rawCeiling, timeoutMs: 10 * 60_000 },
+  { name: "ingest", run: ingest, timeoutMs: 20 * 60_000 },
+  { name: "burst", run: burst, timeoutMs: 15 * 60_000 },
+  { name: "lowLoadLag", run: lowLoadLag, timeoutMs: 5 * 60_000 },
+  { name: "recovery", run: recovery, timeoutMs: 10 * 60_000 },
+  { name: "pollAt1M", run: pollAtSize(1_000_000, "pollAt1M"), timeoutMs: 15 * 60_000 },
+  { name: "pollAt10M", run: pollAtSize(10_000_000, "pollAt10M"), timeoutMs: 60 * 60_000, sizeFlag: true },
+];
+
+interface Args extends BenchOptions {
+  only: string[] | undefined;
+}
+
+function parseArgs(argv: readonly string[]): Args {
+  let quick = false;
+  let size: "1m" | "10m" = "1m";
+  let only: string[] | undefined;
+  let profile = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = (): string => {
+      const v = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : argv[++i];
+      if (v === undefined) usage(`${arg} needs a value`);
+      return v;
+    };
+    if (arg === "--quick") quick = true;
+    else if (arg === "--profile") profile = true;
+    else if (arg.startsWith("--only")) only = value().split(",").map((s) => s.trim()).filter((s) => s !== "");
+    else if (arg.startsWith("--size")) {
+      const v = value().toLowerCase();
+      if (v !== "1m" && v !== "10m") usage(`--size is 1m or 10m, not ${v}`);
+      size = v;
+    } else if (arg === "--help" || arg === "-h") usage();
+    else usage(`unknown argument ${arg}`);
+  }
+  for (const name of only ?? []) if (!SCENARIOS.some((s) => s.name === name)) usage(`unknown scenario ${name}`);
+  if (only?.includes("pollAt10M")) size = "10m";
+  const profileDir = profile ? resolve(REPO_ROOT, "bench-results", `profile-${stamp()}`) : undefined;
+  return { quick, size, only, profileDir };
+}
+
+function usage(error?: string): never {
+  if (error !== undefined) process.stderr.write(`bench: ${error}\n`);
+  process.stderr.write(
+    `usage: npm run bench -- [--quick] [--only ${SCENARIOS.map((s) => s.name).join(",")}] [--size 1m|10m] [--profile]\n`,
+  );
+  process.exit(error === undefined ? 0 : 2);
+}
+
+function stamp(): string {
+  return new Date().toISOString().replace(/[:.]/g, "-");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets (issue 3), checked against the figures
+
+interface Target {
+  name: string;
+  path: string;
+  op: "<=" | ">=";
+  target: number;
+  unit: string;
+  /** Time targets for N items scale with N in --quick runs. */
+  scalesWithCount?: boolean;
+}
+
+const TARGETS: Target[] = [
+  { name: "low-load lag p99", path: "lowLoadLag.p99Ms", op: "<=", target: 20, unit: "ms" },
+  { name: "100k burst, last event after due", path: "burst.seconds", op: "<=", target: 5, unit: "s", scalesWithCount: true },
+  { name: "ingest, empty store", path: "ingest.empty.commandsPerSec", op: ">=", target: 30_000, unit: "/s" },
+  { name: "ingest, 1M pending", path: "ingest.pending1M.commandsPerSec", op: ">=", target: 15_000, unit: "/s" },
+  { name: "100k overdue drained (from process start)", path: "recovery.fromStartS", op: "<=", target: 5, unit: "s", scalesWithCount: true },
+  { name: "1M pending: poll p99", path: "pollAt1M.pollP99Ms", op: "<=", target: 20, unit: "ms" },
+  { name: "1M pending: RSS", path: "pollAt1M.rssMB", op: "<=", target: 300, unit: "MB" },
+  { name: "10M pending: poll p99", path: "pollAt10M.pollP99Ms", op: "<=", target: 20, unit: "ms" },
+  { name: "10M pending: RSS", path: "pollAt10M.rssMB", op: "<=", target: 300, unit: "MB" },
+];
+
+function lookup(results: Record<string, unknown>, path: string): unknown {
+  return path.split(".").reduce<unknown>((value, key) => (value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined), results);
+}
+
+function checkTargets(results: Record<string, unknown>, ran: Set<string>, quick: boolean, profiled: boolean) {
+  return TARGETS.filter((t) => ran.has(t.path.split(".")[0]!)).map((t) => {
+    const value = lookup(results, t.path);
+    const target = quick && t.scalesWithCount ? t.target / 10 : t.target;
+    if (typeof value !== "number" || Number.isNaN(value)) return { name: t.name, target: `${t.op} ${target} ${t.unit}`, value: null, unit: t.unit, verdict: "no figure" };
+    const pass = t.op === "<=" ? value <= target : value >= target;
+    const invalid = t.path.startsWith("burst.") && lookup(results, "burst.valid") === false;
+    return {
+      name: t.name,
+      target: `${t.op} ${target} ${t.unit}`,
+      value,
+      unit: t.unit,
+      verdict: pass ? "pass" : "miss",
+      /** value / target: >1 is worse for "<=", <1 is worse for ">=". */
+      ratio: round(value / target, 2),
+      ...(quick ? { note: "quick run (10x smaller): indicative only" } : {}),
+      ...(profiled ? { note: "profiled run: not comparable" } : {}),
+      ...(invalid ? { note: "ingest not finished before the due instant: invalid" } : {}),
+    };
+  });
+}
+
+/** Figures as ratios of the raw JetStream ceiling. */
+function ratios(results: Record<string, any>): Record<string, number> | undefined {
+  const raw = results.rawCeiling;
+  if (raw === undefined) return undefined;
+  const out: Record<string, number> = {};
+  const put = (name: string, value: unknown, base: unknown): void => {
+    if (typeof value === "number" && typeof base === "number" && base > 0) out[name] = round(value / base, 2);
+  };
+  put("ingestEmptyToPipeline", results.ingest?.empty?.commandsPerSec, raw.pipelinePerSec);
+  put("ingestPending1MToPipeline", results.ingest?.pending1M?.commandsPerSec, raw.pipelinePerSec);
+  put("ingestBacklogToConsume", results.ingest?.backlog?.commandsPerSec, raw.consumePerSec);
+  put("burstEventsToPublish", results.burst?.eventsPerSec, raw.publishPerSec);
+  put("recoveryEventsToPublish", results.recovery?.eventsPerSec, raw.publishPerSec);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  if (!existsSync(resolve(REPO_ROOT, "dist/main.js"))) {
+    log("dist/main.js is missing: run `npm run build` (npm run bench does it)");
+    return 2;
+  }
+  const selected = SCENARIOS.filter((s) => (args.only === undefined ? s.sizeFlag !== true || args.size === "10m" : args.only.includes(s.name)));
+  const startedAt = new Date();
+  const machine = { ...machineInfo(), loadAverageBefore: loadAverage() };
+  log(`timer-service bench: ${selected.map((s) => s.name).join(", ")}${args.quick ? " (quick)" : ""}; load average ${machine.loadAverageBefore.join(" ")}`);
+
+  const results: Record<string, unknown> = {};
+  const profileWindows: ProfileWindow[] = [];
+  const errors: Record<string, string> = {};
+  const loads: Record<string, number[]> = {};
+  for (const scenario of selected) {
+    const scope = new Scope(scenario.name);
+    const ctx: BenchContext = {
+      ...args,
+      scope,
+      scale: args.quick ? 0.1 : 1,
+      earlier: results,
+      profileWindows,
+      log: (message) => log(`${scenario.name}: ${message}`),
+    };
+    log(`── ${scenario.name} ──`);
+    const t0 = performance.now();
+    try {
+      results[scenario.name] = await withTimeout(scenario.run(ctx), scenario.timeoutMs, scenario.name);
+    } catch (error) {
+      errors[scenario.name] = error instanceof Error ? error.message : String(error);
+      log(`${scenario.name} FAILED: ${errors[scenario.name]}`);
+    } finally {
+      await scope.close();
+    }
+    loads[scenario.name] = loadAverage();
+    log(`${scenario.name} took ${((performance.now() - t0) / 1000).toFixed(0)} s; load average ${loads[scenario.name]!.join(" ")}`);
+  }
+
+  const ran = new Set(Object.keys(results));
+  const targets = checkTargets(results, ran, args.quick, args.profileDir !== undefined);
+  // Hot spots of each measured phase (the samples of that phase only; start-up and set-up left out).
+  let profiles: Record<string, ProfileSummary> | undefined;
+  if (args.profileDir !== undefined && existsSync(args.profileDir)) {
+    profiles = {};
+    for (const window of profileWindows) {
+      const dir = join(args.profileDir, window.label);
+      if (!existsSync(dir)) continue;
+      for (const file of readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).sort()) {
+        const summary = summarizeCpuProfile(join(dir, file), 15, window);
+        if (summary === undefined) continue;
+        profiles[window.name] = summary;
+        process.stderr.write(`\n${formatProfile(summary, window.name)}\n`);
+      }
+    }
+  }
+
+  const output = {
+    bench: "timer-service",
+    startedAt: startedAt.toISOString(),
+    durationS: Math.round((Date.now() - startedAt.getTime()) / 1000),
+    quick: args.quick,
+    size: args.size,
+    profiled: args.profileDir !== undefined,
+    machine: { ...machine, loadAverageAfter: loadAverage(), loadAverageAfterScenario: loads },
+    ...results,
+    ratiosToRawCeiling: ratios(results),
+    targets,
+    ...(Object.keys(errors).length > 0 ? { errors } : {}),
+    ...(profiles === undefined ? {} : { profiles, profileDir: args.profileDir }),
+  };
+
+  process.stderr.write("\ntargets:\n");
+  for (const t of targets) {
+    process.stderr.write(`  ${t.verdict.padEnd(9)} ${t.name.padEnd(42)} ${String(t.value ?? "-").padStart(9)} ${t.unit ?? ""}  (target ${t.target})\n`);
+  }
+  for (const [name, message] of Object.entries(errors)) process.stderr.write(`  FAILED    ${name}: ${message}\n`);
+
+  const line = JSON.stringify(output);
+  try {
+    const dir = resolve(REPO_ROOT, "bench-results");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `bench-${stamp()}.json`);
+    writeFileSync(file, `${line}\n`);
+    log(`saved ${file}`);
+  } catch (error) {
+    log(`could not save the result: ${String(error)}`);
+  }
+  process.stdout.write(`${line}\n`);
+  return Object.keys(errors).length > 0 ? 1 : 0;
+}
+
+let exiting = false;
+async function bail(reason: string, code: number): Promise<void> {
+  if (exiting) return;
+  exiting = true;
+  log(`${reason}: cleaning up`);
+  await Scope.closeAll();
+  process.exit(code);
+}
+process.on("SIGINT", () => void bail("SIGINT", 130));
+process.on("SIGTERM", () => void bail("SIGTERM", 143));
+process.on("uncaughtException", (error) => void bail(`uncaught exception: ${error.stack ?? String(error)}`, 1));
+process.on("unhandledRejection", (reason) => log(`unhandled rejection: ${String(reason)}`));
+
+main().then(
+  async (code) => {
+    await Scope.closeAll();
+    process.exit(code);
+  },
+  (error: unknown) => void bail(`bench failed: ${error instanceof Error ? error.stack : String(error)}`, 1),
+);
