@@ -1,0 +1,53 @@
+import type { CommandOutcome, CommandType, TimerMetrics } from "../../../src/app/timer-metrics.js";
+
+/** Keeps what the application reported, in the shape a test wants to assert on. */
+export class RecordingMetrics implements TimerMetrics {
+  /** `commandHandled` calls, one entry per command (a `count` > 1 repeats the entry). */
+  readonly handled: { type: CommandType; outcome: CommandOutcome }[] = [];
+  /** One entry per `timersFired` call: the lags of that call. */
+  readonly fired: (readonly number[])[] = [];
+  readonly publishFailures: number[] = [];
+  readonly polls: { durationSeconds: number; endedAtMs: number }[] = [];
+  /** Every `addPending` delta, in order. */
+  readonly pendingDeltas: number[] = [];
+  /** The gauge: `setPending` sets it, `addPending` moves it. */
+  pending = 0;
+
+  commandHandled(type: CommandType, outcome: CommandOutcome, count = 1): void {
+    for (let i = 0; i < count; i++) this.handled.push({ type, outcome });
+  }
+
+  timersFired(lagSeconds: readonly number[]): void {
+    this.fired.push([...lagSeconds]);
+  }
+
+  publishFailed(count: number): void {
+    this.publishFailures.push(count);
+  }
+
+  pollCompleted(durationSeconds: number, endedAtMs: number): void {
+    this.polls.push({ durationSeconds, endedAtMs });
+  }
+
+  setPending(count: number): void {
+    this.pending = count;
+  }
+
+  addPending(delta: number): void {
+    this.pendingDeltas.push(delta);
+    this.pending += delta;
+  }
+
+  /** How many commands were counted with this type and outcome. */
+  count(type: CommandType, outcome: CommandOutcome): number {
+    return this.handled.filter((h) => h.type === type && h.outcome === outcome).length;
+  }
+
+  get firedCount(): number {
+    return this.fired.reduce((sum, lags) => sum + lags.length, 0);
+  }
+
+  get publishFailedCount(): number {
+    return this.publishFailures.reduce((sum, n) => sum + n, 0);
+  }
+}

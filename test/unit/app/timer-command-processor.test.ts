@@ -1,0 +1,425 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
+import { CommandDecoder } from "../../../src/app/commands/command-decoder.js";
+import {
+  retryDelayMs,
+  TimerCommandProcessor,
+  type CommandSettlement,
+  type DeliveredCommand,
+} from "../../../src/app/commands/timer-command-processor.js";
+import type { DecideCommand, DueCursor, TimerStore } from "../../../src/app/timer-store.js";
+import type { ScheduledTimer, TimerKey } from "../../../src/domain/timer.js";
+import type { TimerCommand } from "../../../src/domain/timer-command.js";
+import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
+import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
+import { RecordingLogger } from "../../support/fakes/recording-logger.js";
+import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
+import {
+  cancelEnvelope,
+  cancelSubject,
+  rawCommand,
+  scheduleEnvelope,
+  scheduleSubject,
+} from "../../support/fakes/command-messages.js";
+
+/** A store whose `applyCommands` fails (a transient storage fault) while `failing` is set. */
+class FlakyTimerStore implements TimerStore {
+  failing = true;
+  applyCalls = 0;
+  constructor(private readonly inner: TimerStore) {}
+  async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand) {
+    this.applyCalls++;
+    if (this.failing) throw new Error("SQLITE_BUSY: database is locked");
+    return this.inner.applyCommands(commands, decide);
+  }
+  findDue(nowMs: number, limit: number, after?: DueCursor) {
+    return this.inner.findDue(nowMs, limit, after);
+  }
+  markReached(timers: readonly ScheduledTimer[], reachedAtMs: number) {
+    return this.inner.markReached(timers, reachedAtMs);
+  }
+  nextDueAt() {
+    return this.inner.nextDueAt();
+  }
+  countScheduled() {
+    return this.inner.countScheduled();
+  }
+  get(key: TimerKey) {
+    return this.inner.get(key);
+  }
+  close() {
+    return this.inner.close();
+  }
+}
+
+const key = (serviceCallId: string, tenantId = "acme"): TimerKey => ({ tenantId, serviceCallId });
+
+describe("TimerCommandProcessor", () => {
+  let clock: FakeClock;
+  let memory: MemoryTimerStore;
+  let store: TimerStore;
+  let publisher: RecordingEventPublisher;
+  let metrics: RecordingMetrics;
+  let logger: RecordingLogger;
+  let scheduled: number[];
+
+  function processor(over: Partial<{ store: TimerStore }> = {}): TimerCommandProcessor {
+    return new TimerCommandProcessor({
+      decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock }),
+      store: over.store ?? store,
+      publisher,
+      clock,
+      metrics,
+      logger,
+      onScheduled: (dueAtMs) => scheduled.push(dueAtMs),
+    });
+  }
+
+  const process = (...batch: DeliveredCommand[]): Promise<CommandSettlement[]> => processor().process(batch);
+
+  beforeEach(() => {
+    clock = new FakeClock(T0);
+    memory = new MemoryTimerStore();
+    store = memory;
+    publisher = new RecordingEventPublisher();
+    metrics = new RecordingMetrics();
+    logger = new RecordingLogger();
+    scheduled = [];
+  });
+
+  describe("valid commands", () => {
+    it("when a valid ScheduleTimer arrives, then it is acked and the timer is stored Scheduled", async () => {
+      const settlements = await process(
+        rawCommand(scheduleSubject(), scheduleEnvelope({ dueAtMs: T0 + 5_000, data: { a: 1 }, correlationId: "r1", timestampMs: 10 })),
+      );
+
+      expect(settlements).toEqual([{ kind: "ack" }]);
+      expect(await store.get(key("call-1"))).toMatchObject({
+        state: "Scheduled",
+        dueAtMs: T0 + 5_000,
+        data: '{"a":1}',
+        correlationId: "r1",
+        commandTs: 10,
+        registeredAtMs: T0,
+      });
+      expect(publisher.commandRejected).toEqual([]);
+    });
+
+    it("when a valid CancelTimer arrives for a Scheduled timer, then it is acked and the timer is Cancelled", async () => {
+      await process(rawCommand(scheduleSubject(), scheduleEnvelope({ timestampMs: 1 })));
+      const settlements = await process(rawCommand(cancelSubject(), cancelEnvelope({ timestampMs: 2 })));
+
+      expect(settlements).toEqual([{ kind: "ack" }]);
+      expect((await store.get(key("call-1")))?.state).toBe("Cancelled");
+    });
+
+    it("when a command is accepted, then the accepted metric counts it under its type", async () => {
+      await process(rawCommand(scheduleSubject(), scheduleEnvelope({ timestampMs: 1 })));
+      await process(rawCommand(cancelSubject(), cancelEnvelope({ timestampMs: 2 })));
+
+      expect(metrics.handled).toEqual([
+        { type: "ScheduleTimer", outcome: "accepted" },
+        { type: "CancelTimer", outcome: "accepted" },
+      ]);
+    });
+
+    it("when a command is redelivered, then it is acked again and counted as ignored", async () => {
+      const message = rawCommand(scheduleSubject(), scheduleEnvelope({ timestampMs: 5 }));
+      await process(message);
+      const settlements = await process({ ...message, deliveryCount: 2 });
+
+      expect(settlements).toEqual([{ kind: "ack" }]);
+      expect(metrics.handled.map((h) => h.outcome)).toEqual(["accepted", "ignored"]);
+    });
+
+    it("when a stale schedule arrives after a cancel, then it is acked, ignored, and the timer stays Cancelled", async () => {
+      await process(rawCommand(cancelSubject(), cancelEnvelope({ timestampMs: 10 })));
+      const settlements = await process(rawCommand(scheduleSubject(), scheduleEnvelope({ timestampMs: 9 })));
+
+      expect(settlements).toEqual([{ kind: "ack" }]);
+      expect(metrics.count("ScheduleTimer", "ignored")).toBe(1);
+      expect((await store.get(key("call-1")))?.state).toBe("Cancelled");
+    });
+
+    it("when timers are created, rescheduled and cancelled, then the pending gauge follows the number of Scheduled timers", async () => {
+      await process(
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "a", timestampMs: 1 })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "b", timestampMs: 1 })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "c", timestampMs: 1 })),
+      );
+      expect(metrics.pending).toBe(3);
+
+      await process(
+        rawCommand(cancelSubject(), cancelEnvelope({ serviceCallId: "a", timestampMs: 2 })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "b", dueAtMs: T0 + 1, timestampMs: 2 })),
+        rawCommand(cancelSubject(), cancelEnvelope({ serviceCallId: "unknown", timestampMs: 2 })),
+      );
+      expect(metrics.pending).toBe(2);
+      expect(metrics.pendingDeltas).toEqual([3, -1]);
+    });
+
+    it("when a batch changes nothing Scheduled, then the pending gauge is not touched", async () => {
+      await process(rawCommand(cancelSubject(), cancelEnvelope({ serviceCallId: "ghost" })));
+
+      expect(metrics.pendingDeltas).toEqual([]);
+    });
+
+    it("when a batch schedules several timers, then onScheduled is told the earliest due time once", async () => {
+      await process(
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "a", dueAtMs: T0 + 9_000 })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "b", dueAtMs: T0 + 2_000 })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "c", dueAtMs: T0 + 5_000 })),
+      );
+
+      expect(scheduled).toEqual([T0 + 2_000]);
+    });
+
+    it("when the earliest schedule of a batch is cancelled later in the same batch, then onScheduled is told the earliest timer still Scheduled", async () => {
+      await process(
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "a", dueAtMs: T0 + 1_000, timestampMs: 1 })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "b", dueAtMs: T0 + 3_000, timestampMs: 1 })),
+        rawCommand(cancelSubject(), cancelEnvelope({ serviceCallId: "a", timestampMs: 2 })),
+      );
+
+      expect(scheduled.length).toBe(1);
+      expect(scheduled[0]).toBeLessThanOrEqual(T0 + 3_000);
+      expect((await store.get(key("a")))?.state).toBe("Cancelled");
+    });
+
+    it("when a batch only cancels, then onScheduled is not called", async () => {
+      await process(rawCommand(cancelSubject(), cancelEnvelope({ serviceCallId: "a" })));
+
+      expect(scheduled).toEqual([]);
+    });
+
+    it("when a batch holds commands for one key in order, then each sees the effect of the one before", async () => {
+      const settlements = await process(
+        rawCommand(scheduleSubject(), scheduleEnvelope({ dueAtMs: T0 + 1, timestampMs: 1 })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ dueAtMs: T0 + 2, timestampMs: 2 })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ dueAtMs: T0 + 3, timestampMs: 1 })),
+      );
+
+      expect(settlements).toEqual([{ kind: "ack" }, { kind: "ack" }, { kind: "ack" }]);
+      expect(await store.get(key("call-1"))).toMatchObject({ dueAtMs: T0 + 2, commandTs: 2 });
+      expect(metrics.handled.map((h) => h.outcome)).toEqual(["accepted", "accepted", "ignored"]);
+    });
+
+    it("when the same serviceCallId is scheduled under two tenants, then there are two timers", async () => {
+      await process(
+        rawCommand(scheduleSubject("t1"), scheduleEnvelope({ tenantId: "t1", dueAtMs: T0 + 1 })),
+        rawCommand(scheduleSubject("t2"), scheduleEnvelope({ tenantId: "t2", dueAtMs: T0 + 2 })),
+        rawCommand(cancelSubject("t1"), cancelEnvelope({ tenantId: "t1", timestampMs: T0 + 1 })),
+      );
+
+      expect((await store.get(key("call-1", "t1")))?.state).toBe("Cancelled");
+      expect(await store.get(key("call-1", "t2"))).toMatchObject({ state: "Scheduled", dueAtMs: T0 + 2 });
+    });
+  });
+
+  describe("invalid commands", () => {
+    it("when a command is invalid, then exactly one CommandRejected is published and the message is termed", async () => {
+      const message = rawCommand(scheduleSubject(), scheduleEnvelope({ id: "cmd-x", dueAt: "tomorrow" }), { sourceId: "S:9" });
+
+      const settlements = await process(message);
+
+      expect(settlements).toHaveLength(1);
+      expect(settlements[0]?.kind).toBe("term");
+      expect(publisher.commandRejected).toHaveLength(1);
+      expect(publisher.commandRejected[0]).toMatchObject({
+        id: "rejected:S:9",
+        tenant: "acme",
+        code: "INVALID_FIELD",
+        subject: "timer.commands.schedule.acme",
+        commandId: "cmd-x",
+        serviceCallId: "call-1",
+      });
+      expect(publisher.dueTimeReached).toEqual([]);
+    });
+
+    it("when a command is invalid, then the term reason names the code", async () => {
+      const [settlement] = await process(rawCommand(scheduleSubject(), "{"));
+
+      expect(settlement).toMatchObject({ kind: "term" });
+      expect((settlement as { reason: string }).reason).toMatch(/^INVALID_JSON: /);
+    });
+
+    it("when a command is invalid, then nothing is stored and the pending gauge is untouched", async () => {
+      await process(rawCommand(scheduleSubject("other"), scheduleEnvelope()));
+
+      expect(await store.get(key("call-1"))).toBeUndefined();
+      expect(await store.get(key("call-1", "other"))).toBeUndefined();
+      expect(metrics.pendingDeltas).toEqual([]);
+      expect(scheduled).toEqual([]);
+    });
+
+    it("when a command is invalid, then the rejected metric is incremented under the subject's command type", async () => {
+      await process(
+        rawCommand(scheduleSubject(), "{"),
+        rawCommand(cancelSubject(), "[]"),
+        rawCommand("timer.commands.pause.acme", scheduleEnvelope()),
+      );
+
+      expect(metrics.handled).toEqual(
+        expect.arrayContaining([
+          { type: "ScheduleTimer", outcome: "rejected" },
+          { type: "CancelTimer", outcome: "rejected" },
+          { type: "unknown", outcome: "rejected" },
+        ]),
+      );
+      expect(metrics.handled).toHaveLength(3);
+    });
+
+    it("when a command is invalid, then a warn line names the subject and the code", async () => {
+      await process(rawCommand(scheduleSubject(), scheduleEnvelope({ dueAtMs: T0 + 5_000 * 86_400_000 })));
+
+      const warnings = logger.at("warn");
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]?.fields).toMatchObject({ subject: "timer.commands.schedule.acme", code: "DUE_TOO_FAR" });
+      expect(logger.at("error")).toEqual([]);
+    });
+
+    it("when publishing the CommandRejected fails, then the message is nak'ed with a delay (not termed) and not counted", async () => {
+      publisher.failNext(1, "rejected");
+
+      const settlements = await process(rawCommand(scheduleSubject(), "{", { deliveryCount: 3 }));
+
+      expect(settlements).toEqual([{ kind: "nak", delayMs: retryDelayMs(3) }]);
+      expect(settlements[0]).toMatchObject({ delayMs: expect.any(Number) });
+      expect((settlements[0] as { delayMs: number }).delayMs).toBeGreaterThan(0);
+      expect(metrics.count("ScheduleTimer", "rejected")).toBe(0);
+      expect(logger.at("error")).toHaveLength(1);
+    });
+
+    it("when the rejection is redelivered after a failed publish, then it is published and termed", async () => {
+      const message = rawCommand(scheduleSubject(), "{");
+      publisher.failNext(1, "rejected");
+      await process(message);
+
+      const settlements = await process({ ...message, deliveryCount: 2 });
+
+      expect(settlements[0]?.kind).toBe("term");
+      expect(publisher.commandRejected).toHaveLength(1);
+    });
+  });
+
+  describe("decoder faults", () => {
+    it("when the decoder throws on a message, then that message is termed with one CommandRejected, an error is logged, and the rest of the batch is applied", async () => {
+      const real = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock });
+      const decoder = {
+        decode: (raw: DeliveredCommand) => {
+          if (raw.sourceId === "S:poison") throw new RangeError("Maximum call stack size exceeded");
+          return real.decode(raw);
+        },
+      } as CommandDecoder;
+      const withFaultyDecoder = new TimerCommandProcessor({ decoder, store, publisher, clock, metrics, logger, onScheduled: () => {} });
+
+      const settlements = await withFaultyDecoder.process([
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "poison" }), { sourceId: "S:poison" }),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "fine" })),
+      ]);
+
+      expect(settlements.map((s) => s.kind)).toEqual(["term", "ack"]);
+      expect(publisher.commandRejected).toEqual([expect.objectContaining({ id: "rejected:S:poison", subject: "timer.commands.schedule.acme" })]);
+      expect(logger.at("error")).toHaveLength(1);
+      expect(await store.get(key("poison"))).toBeUndefined();
+      expect((await store.get(key("fine")))?.state).toBe("Scheduled");
+    });
+  });
+
+  describe("storage faults", () => {
+    it("when storing fails, then every valid message is nak'ed with a delay and nothing is acked or stored", async () => {
+      const flaky = new FlakyTimerStore(memory);
+      const settlements = await processor({ store: flaky }).process([
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "a" }), { deliveryCount: 1 }),
+        rawCommand(cancelSubject(), cancelEnvelope({ serviceCallId: "b" }), { deliveryCount: 1 }),
+      ]);
+
+      expect(settlements.map((s) => s.kind)).toEqual(["nak", "nak"]);
+      expect(await memory.get(key("a"))).toBeUndefined();
+      expect(await memory.get(key("b"))).toBeUndefined();
+      expect(metrics.handled).toEqual([]);
+      expect(metrics.pendingDeltas).toEqual([]);
+      expect(scheduled).toEqual([]);
+      expect(logger.at("error")).toHaveLength(1);
+    });
+
+    it("when storing keeps failing, then the nak delay grows with the delivery count (and is capped)", async () => {
+      const flaky = new FlakyTimerStore(memory);
+      const delays: number[] = [];
+      for (const deliveryCount of [1, 2, 3, 4, 10, 100]) {
+        const [settlement] = await processor({ store: flaky }).process([
+          rawCommand(scheduleSubject(), scheduleEnvelope(), { deliveryCount }),
+        ]);
+        expect(settlement?.kind).toBe("nak");
+        delays.push((settlement as { delayMs: number }).delayMs);
+      }
+
+      for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThanOrEqual(delays[i - 1]!);
+      expect(delays[1]).toBeGreaterThan(delays[0]!);
+      expect(delays[0]).toBeGreaterThan(0);
+      expect(delays[delays.length - 1]).toBeLessThanOrEqual(60_000);
+    });
+
+    it("when storing fails and then recovers, then the redelivered command is applied and acked", async () => {
+      const flaky = new FlakyTimerStore(memory);
+      const message = rawCommand(scheduleSubject(), scheduleEnvelope());
+      await processor({ store: flaky }).process([message]);
+      flaky.failing = false;
+
+      const settlements = await processor({ store: flaky }).process([{ ...message, deliveryCount: 2 }]);
+
+      expect(settlements).toEqual([{ kind: "ack" }]);
+      expect((await memory.get(key("call-1")))?.state).toBe("Scheduled");
+      expect(metrics.pending).toBe(1);
+    });
+
+    it("when storing fails in a batch that also holds an invalid message, then the invalid one is still termed", async () => {
+      const flaky = new FlakyTimerStore(memory);
+      const settlements = await processor({ store: flaky }).process([
+        rawCommand(scheduleSubject(), scheduleEnvelope()),
+        rawCommand(scheduleSubject(), "not json"),
+      ]);
+
+      expect(settlements.map((s) => s.kind)).toEqual(["nak", "term"]);
+      expect(publisher.commandRejected).toHaveLength(1);
+    });
+  });
+
+  describe("mixed batches", () => {
+    it("when a batch mixes valid and invalid messages, then each is settled by its own outcome, in batch order", async () => {
+      const settlements = await process(
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "ok-1", dueAtMs: T0 + 10 })),
+        rawCommand(scheduleSubject(), "{"),
+        rawCommand(cancelSubject(), cancelEnvelope({ serviceCallId: "ok-2" })),
+        rawCommand(cancelSubject("other"), cancelEnvelope({ serviceCallId: "bad" })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "ok-3", dueAtMs: T0 + 5 })),
+      );
+
+      expect(settlements.map((s) => s.kind)).toEqual(["ack", "term", "ack", "term", "ack"]);
+      expect(publisher.commandRejected.map((r) => r.code).sort()).toEqual(["INVALID_JSON", "TENANT_MISMATCH"]);
+      expect((await store.get(key("ok-1")))?.state).toBe("Scheduled");
+      expect((await store.get(key("ok-2")))?.state).toBe("Cancelled");
+      expect((await store.get(key("ok-3")))?.state).toBe("Scheduled");
+      expect(await store.get(key("bad"))).toBeUndefined();
+      expect(scheduled).toEqual([T0 + 5]);
+      expect(metrics.count("ScheduleTimer", "accepted")).toBe(2);
+      expect(metrics.count("CancelTimer", "accepted")).toBe(1);
+      expect(metrics.count("ScheduleTimer", "rejected")).toBe(1);
+      expect(metrics.count("CancelTimer", "rejected")).toBe(1);
+    });
+
+    it("when the batch is empty, then there is nothing to settle", async () => {
+      expect(await process()).toEqual([]);
+    });
+
+    it("when only one rejection publish of a batch fails, then only that message is nak'ed", async () => {
+      publisher.failFor("poison");
+      const settlements = await process(
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "poison", dueAt: "x" })),
+        rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId: "other", dueAt: "x" })),
+      );
+
+      expect(settlements.map((s) => s.kind)).toEqual(["nak", "term"]);
+    });
+  });
+});
