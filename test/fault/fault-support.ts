@@ -1,0 +1,101 @@
+import Database from "better-sqlite3";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { TimerClient } from "../support/timer-client.js";
+import type { TimerServiceProcess } from "../support/timer-service-process.js";
+import type { StreamedDueEvent } from "../support/event-stream-reader.js";
+
+/** Shared by the fault tests: what they schedule, how they wait, what "early" means. */
+
+export const TENANT = "fault";
+
+export interface PlannedTimer {
+  readonly serviceCallId: string;
+  readonly dueAtMs: number;
+}
+
+/** `count` timers named `{prefix}-{i}`, due `fromMs` … `toMs` after `baseMs`, evenly spread. */
+export function planTimers(prefix: string, count: number, baseMs: number, fromMs: number, toMs: number): PlannedTimer[] {
+  return Array.from({ length: count }, (_, i) => ({
+    serviceCallId: `${prefix}-${i}`,
+    dueAtMs: baseMs + fromMs + Math.floor(((toMs - fromMs) * i) / Math.max(1, count - 1)),
+  }));
+}
+
+/**
+ * Publishes a ScheduleTimer for each timer with `concurrency` publishes in flight; resolves when the
+ * commands stream acked every one. `onAcked` is told each acked timer.
+ */
+export async function scheduleAll(
+  client: TimerClient,
+  timers: readonly PlannedTimer[],
+  options: { concurrency?: number; onAcked?: (timer: PlannedTimer) => void } = {},
+): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < timers.length) {
+      const timer = timers[next++]!;
+      await client.schedule(TENANT, timer.serviceCallId, new Date(timer.dueAtMs), { id: `cmd-${timer.serviceCallId}` });
+      options.onAcked?.(timer);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.concurrency ?? 100, timers.length) }, worker));
+}
+
+/** Polls `condition` every 50 ms until it holds; fails after `timeoutMs` naming `what`. */
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await condition()) return;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The durable command consumer's backlog: not yet delivered and delivered but not acked. */
+export async function commandBacklog(client: TimerClient): Promise<{ pending: number; ackPending: number }> {
+  const jsm = await jetstreamManager(client.connection);
+  const info = await jsm.consumers.info("TIMER_COMMANDS", "timer-service");
+  return { pending: info.num_pending, ackPending: info.num_ack_pending };
+}
+
+/**
+ * Waits until the service has acked every command (its consumer has no backlog), which it does only
+ * after the commit, and its `timer_schedules_pending` gauge says `scheduled`.
+ */
+export async function waitUntilStored(client: TimerClient, service: TimerServiceProcess, scheduled: number, timeoutMs = 15_000): Promise<void> {
+  let last = "";
+  await until(
+    async () => {
+      const backlog = await commandBacklog(client);
+      const pending = await service.metric("timer_schedules_pending");
+      last = `consumer backlog ${JSON.stringify(backlog)}, timer_schedules_pending ${pending}`;
+      return backlog.pending === 0 && backlog.ackPending === 0 && pending === scheduled;
+    },
+    timeoutMs,
+    `service stored ${scheduled} timers`,
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}; last: ${last}`);
+  });
+}
+
+/** Events that fired before their due time, by the service's clock (reachedAt) or the broker's (stored). */
+export function earlyEvents(events: readonly StreamedDueEvent[]): StreamedDueEvent[] {
+  return events.filter((event) => event.reachedAtMs < event.dueAtMs || event.storedAtMs < event.dueAtMs);
+}
+
+/** Events whose dueAt differs from the one the test scheduled for that timer. */
+export function mismatchedEvents(events: readonly StreamedDueEvent[], timers: readonly PlannedTimer[]): StreamedDueEvent[] {
+  const dueAt = new Map(timers.map((timer) => [timer.serviceCallId, timer.dueAtMs]));
+  return events.filter((event) => dueAt.has(event.serviceCallId) && dueAt.get(event.serviceCallId) !== event.dueAtMs);
+}
+
+/** The state of every timer in the service's SQLite file (read while the service is stopped). */
+export function storedTimerStates(dbPath: string): Map<string, string> {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  try {
+    const rows = db.prepare("SELECT service_call_id AS id, state FROM timer_schedules WHERE tenant_id = ?").all(TENANT) as { id: string; state: string }[];
+    return new Map(rows.map((row) => [row.id, row.state]));
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,68 @@
+import { jetstreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NatsServerProcess } from "../support/nats-server.js";
+import { TimerServiceProcess } from "../support/timer-service-process.js";
+import { TimerClient } from "../support/timer-client.js";
+import { EventStreamReader } from "../support/event-stream-reader.js";
+import { TENANT, earlyEvents, mismatchedEvents, scheduleAll, storedTimerStates, waitUntilStored, type PlannedTimer } from "./fault-support.js";
+
+const TIMERS = 2_000;
+
+/**
+ * CONTRACT §3.1 and §3.8: a kill between publish and mark republishes after the restart (at least
+ * once), and the events stream drops the republish by its Nats-Msg-Id (no duplicate stored).
+ */
+describe("kill -9 while due timers are being fired", () => {
+  let nats: NatsServerProcess;
+  let service: TimerServiceProcess;
+  let client: TimerClient;
+  let reader: EventStreamReader;
+
+  beforeAll(async () => {
+    nats = await NatsServerProcess.start();
+    // Small batches: 2000 timers due at one instant take 40 polls, so a kill lands mid-firing.
+    service = await TimerServiceProcess.start(nats.url, { TIMER_BATCH_SIZE: "50", TIMER_POLLING_INTERVAL: "1000" });
+    client = await TimerClient.connect(nats.url);
+    reader = await EventStreamReader.start(nats.url);
+  });
+
+  afterAll(async () => {
+    await reader?.close();
+    await client?.close();
+    await service?.dispose();
+    await nats?.dispose();
+  });
+
+  it("when the service is killed with SIGKILL mid-firing of 2000 timers due at one instant, then after a restart every timer has fired and no event id is stored twice", async () => {
+    const dueAtMs = Date.now() + 2_500;
+    const timers: PlannedTimer[] = Array.from({ length: TIMERS }, (_, i) => ({ serviceCallId: `burst-${i}`, dueAtMs }));
+    await scheduleAll(client, timers, { concurrency: 200 });
+    await waitUntilStored(client, service, TIMERS);
+    expect(Date.now(), "every timer must be stored before the instant they are due").toBeLessThan(dueAtMs);
+
+    await reader.waitUntil(() => reader.events.length > 0, 10_000, "first DueTimeReached");
+    await service.kill("SIGKILL");
+
+    const jsm = await jetstreamManager(client.connection);
+    const storedBeforeKill = (await jsm.streams.info("TIMER_EVENTS")).state.messages;
+    expect(storedBeforeKill, "the kill must land mid-firing").toBeGreaterThan(0);
+    expect(storedBeforeKill, "the kill must land mid-firing").toBeLessThan(TIMERS);
+    // Published but not marked Reached when killed: these are published again after the restart.
+    const reachedAtKill = [...storedTimerStates(service.env.TIMER_DB_PATH!).values()].filter((state) => state === "Reached").length;
+    const republished = storedBeforeKill - reachedAtKill;
+
+    await service.restart();
+    await reader.waitForTimers(TENANT, timers.map((t) => t.serviceCallId), 20_000);
+
+    const ids = reader.events.map((event) => event.id);
+    console.info(
+      `kill-while-firing: ${storedBeforeKill}/${TIMERS} events stored before the kill, ${republished} of them not yet marked Reached ` +
+        `(published again after the restart); ${reader.duplicates} duplicates stored in the stream`,
+    );
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(reader.duplicates).toBe(0);
+    expect(reader.firedTimers).toBe(TIMERS);
+    expect(earlyEvents(reader.events)).toEqual([]);
+    expect(mismatchedEvents(reader.events, timers)).toEqual([]);
+  });
+});
