@@ -16,6 +16,7 @@ import { NatsCommandConsumer } from "./adapters/nats/nats-command-consumer.js";
 
 /** How long a DueTimeReached or CommandRejected publish waits for the stream's ack. */
 const PUBLISH_ACK_TIMEOUT_MS = 5_000;
+const WAL_CHECKPOINT_INTERVAL_MS = 1_000;
 
 export interface RunningTimerService {
   readonly http: AddressInfo;
@@ -30,7 +31,11 @@ export interface RunningTimerService {
  */
 export async function startTimerService(config: TimerServiceConfig, deps: { logger: Logger; clock: Clock }): Promise<RunningTimerService> {
   const { logger, clock } = deps;
-  const store = openSqliteTimerStore({ path: config.dbPath, synchronous: config.dbSynchronous });
+  const store = openSqliteTimerStore({
+    path: config.dbPath,
+    synchronous: config.dbSynchronous,
+    backgroundCheckpoint: { intervalMs: WAL_CHECKPOINT_INTERVAL_MS, onError: (message) => logger.warn({ error: message }, "WAL checkpoint failed") },
+  });
   const metrics = new PrometheusTimerMetrics();
   metrics.setPending(await store.countScheduled());
 

@@ -8,6 +8,26 @@ import type { CommandRejected, DueTimeReached } from "../../app/timer-event-publ
 
 const json = JSON.stringify;
 
+/**
+ * Timers of one poll share their reachedAt, and a burst often shares its dueAt: remembering the last
+ * formatted instant of each saves a Date and an ISO formatting per event.
+ */
+class InstantFormatCache {
+  private lastMs = Number.NaN;
+  private lastText = "";
+
+  format(epochMs: number): string {
+    if (epochMs !== this.lastMs) {
+      this.lastMs = epochMs;
+      this.lastText = formatInstant(epochMs);
+    }
+    return this.lastText;
+  }
+}
+
+const dueAtFormat = new InstantFormatCache();
+const reachedAtFormat = new InstantFormatCache();
+
 export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): string {
   const { tenantId, serviceCallId, dueAtMs, reachedAtMs, data, correlationId } = event;
   const tenant = json(tenantId);
@@ -15,7 +35,7 @@ export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): 
     `{"id":${json(dueEventId(tenantId, serviceCallId, dueAtMs))},"type":"DueTimeReached","tenantId":${tenant}` +
     (correlationId === null ? "" : `,"correlationId":${json(correlationId)}`) +
     `,"timestampMs":${timestampMs},"payload":{"tenantId":${tenant},"serviceCallId":${json(serviceCallId)}` +
-    `,"dueAt":"${formatInstant(dueAtMs)}","reachedAt":"${formatInstant(reachedAtMs)}"` +
+    `,"dueAt":"${dueAtFormat.format(dueAtMs)}","reachedAt":"${reachedAtFormat.format(reachedAtMs)}"` +
     (data === null ? "" : `,"data":${data}`) +
     "}}"
   );

@@ -6,6 +6,7 @@ export class JetStreamPublishError extends Error {
 }
 
 interface PendingAck {
+  readonly stream: string;
   readonly resolve: () => void;
   readonly reject: (error: Error) => void;
   readonly deadline: number;
@@ -39,9 +40,8 @@ export class JetStreamAckTracker {
     const id = ++this.nextId;
     const messageHeaders = headers();
     messageHeaders.set("Nats-Msg-Id", msgId);
-    messageHeaders.set("Nats-Expected-Stream", streamName);
     return new Promise<void>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, deadline: Date.now() + this.timeoutMs });
+      this.pending.set(id, { stream: streamName, resolve, reject, deadline: Date.now() + this.timeoutMs });
       try {
         this.connection.publish(subject, body, { reply: `${this.inbox}.${id}`, headers: messageHeaders });
       } catch (error) {
@@ -73,7 +73,8 @@ export class JetStreamAckTracker {
       return entry.reject(new JetStreamPublishError("publish ack is not JSON"));
     }
     if (ack.error !== undefined) return entry.reject(new JetStreamPublishError(`publish refused: ${ack.error.code} ${ack.error.description}`));
-    if (typeof ack.stream !== "string" || ack.stream === "") return entry.reject(new JetStreamPublishError("invalid publish ack"));
+    // Checked here rather than with a Nats-Expected-Stream header: one header less per event.
+    if (ack.stream !== entry.stream) return entry.reject(new JetStreamPublishError(`published to stream "${ack.stream}", expected "${entry.stream}"`));
     entry.resolve();
   }
 

@@ -8,6 +8,7 @@ import type { DecideCommand, DueCursor, TimerStore } from "../../app/timer-store
 import type { ScheduledTimer, Timer, TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
+import { WalCheckpointer } from "./wal-checkpointer.js";
 
 export interface SqliteTimerStoreOptions {
   /** The database file; its folder is created when missing. */
@@ -22,7 +23,18 @@ export interface SqliteTimerStoreOptions {
   readonly busyTimeoutMs?: number;
   /** The folder of drizzle-kit's SQL migrations; defaults to `drizzle/` at the package root. */
   readonly migrationsFolder?: string;
+  /**
+   * Checkpoint the WAL from a worker thread instead of inside the commits of this connection;
+   * measured ~10 % less CPU per command on the event-loop thread. Off by default (tests).
+   */
+  readonly backgroundCheckpoint?: { readonly intervalMs: number; readonly onError: (message: string) => void };
 }
+
+/**
+ * With background checkpoints the writer's own auto-checkpoint stays as a safety net only, should
+ * the worker fall behind or die: at 50,000 pages (~200 MB of WAL).
+ */
+const SAFETY_NET_AUTOCHECKPOINT_PAGES = 50_000;
 
 // src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
 const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle", import.meta.url));
@@ -39,7 +51,10 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
     // nothing; a larger wal_autocheckpoint saved ~15% CPU on rewrites but made commits spikier.
     // No query here sorts or builds a temp table, so temp_store does not matter.
     migrate(drizzle({ client: db }), { migrationsFolder: options.migrationsFolder ?? DEFAULT_MIGRATIONS_FOLDER });
-    return new SqliteTimerStore(db);
+    const background = options.backgroundCheckpoint;
+    const checkpointer = background === undefined ? undefined : WalCheckpointer.start(options.path, background.intervalMs, background.onError);
+    if (checkpointer !== undefined) db.pragma(`wal_autocheckpoint = ${SAFETY_NET_AUTOCHECKPOINT_PAGES}`);
+    return new SqliteTimerStore(db, checkpointer);
   } catch (error) {
     db.close();
     throw error;
@@ -76,8 +91,11 @@ export class SqliteTimerStore implements TimerStore {
   readonly #applyAll: (commands: readonly TimerCommand[], decide: DecideCommand) => CommandDecision[];
   readonly #markAll: (timers: readonly ScheduledTimer[], reachedAtMs: number) => TimerKey[];
 
-  constructor(db: Database.Database) {
+  readonly #checkpointer: WalCheckpointer | undefined;
+
+  constructor(db: Database.Database, checkpointer?: WalCheckpointer) {
     this.#db = db;
+    this.#checkpointer = checkpointer;
     this.#selectByKey = db.prepare(
       `SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
     );
@@ -182,6 +200,8 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async close(): Promise<void> {
+    if (!this.#db.open) return;
+    await this.#checkpointer?.stop();
     if (this.#db.open) this.#db.close();
   }
 }
