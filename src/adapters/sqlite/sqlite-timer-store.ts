@@ -47,6 +47,7 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
     db.pragma("journal_mode = WAL");
     db.pragma(`synchronous = ${options.synchronous ?? "NORMAL"}`);
     db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
+    db.pragma("cache_size = -32768");
     // Other pragmas stay at SQLite's defaults. Measured at 1M timers: a larger cache_size gained
     // nothing; a larger wal_autocheckpoint saved ~15% CPU on rewrites but made commits spikier.
     // No query here sorts or builds a temp table, so temp_store does not matter.
