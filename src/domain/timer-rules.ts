@@ -20,24 +20,21 @@ function isStale(current: Timer, command: TimerCommand): boolean {
   return command.timestampMs < current.commandTs;
 }
 
+function newTimer(
+  command: TimerCommand,
+  state: Timer["state"],
+  dueAtMs: number | null,
+  data: string | null,
+  correlationId: string | null,
+  nowMs: number,
+): Timer {
+  const { tenantId, serviceCallId, timestampMs } = command;
+  return { tenantId, serviceCallId, state, dueAtMs, data, correlationId, commandTs: timestampMs, registeredAtMs: nowMs, reachedAtMs: null, updatedAtMs: nowMs };
+}
+
 function decideSchedule(current: Timer | undefined, command: ScheduleTimerCommand, nowMs: number): CommandDecision {
   if (current === undefined) {
-    return {
-      outcome: "accepted",
-      previous: current,
-      next: {
-        tenantId: command.tenantId,
-        serviceCallId: command.serviceCallId,
-        state: "Scheduled",
-        dueAtMs: command.dueAtMs,
-        data: command.data,
-        correlationId: command.correlationId,
-        commandTs: command.timestampMs,
-        registeredAtMs: nowMs,
-        reachedAtMs: null,
-        updatedAtMs: nowMs,
-      },
-    };
+    return { outcome: "accepted", previous: current, next: newTimer(command, "Scheduled", command.dueAtMs, command.data, command.correlationId, nowMs) };
   }
   if (current.state === "Reached" || isStale(current, command)) return { outcome: "ignored", previous: current };
   // At an equal timestamp the cancel wins, so a redelivered schedule cannot undo it.
@@ -69,22 +66,7 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
 function decideCancel(current: Timer | undefined, command: CancelTimerCommand, nowMs: number): CommandDecision {
   if (current === undefined) {
     // A tombstone, so that an older ScheduleTimer arriving late cannot resurrect the key.
-    return {
-      outcome: "accepted",
-      previous: current,
-      next: {
-        tenantId: command.tenantId,
-        serviceCallId: command.serviceCallId,
-        state: "Cancelled",
-        dueAtMs: null,
-        data: null,
-        correlationId: null,
-        commandTs: command.timestampMs,
-        registeredAtMs: nowMs,
-        reachedAtMs: null,
-        updatedAtMs: nowMs,
-      },
-    };
+    return { outcome: "accepted", previous: current, next: newTimer(command, "Cancelled", null, null, null, nowMs) };
   }
   if (current.state === "Reached" || isStale(current, command)) return { outcome: "ignored", previous: current };
   if (current.state === "Cancelled") return bumpCommandTs(current, command.timestampMs, nowMs);
