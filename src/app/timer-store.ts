@@ -5,6 +5,9 @@ import type { CommandDecision } from "../domain/timer-rules.js";
 /** Decides what one command does to the current timer of its key; supplied by the application. */
 export type DecideCommand = (current: Timer | undefined, command: TimerCommand) => CommandDecision;
 
+/** What firing a timer needs of it: its key, due time, and the content its event carries. */
+export type DueTimer = Pick<ScheduledTimer, "tenantId" | "serviceCallId" | "dueAtMs" | "data" | "correlationId">;
+
 /** Position after the last timer of a page of due timers (keyset pagination, oldest due first). */
 export interface DueCursor {
   readonly dueAtMs: number;
@@ -30,14 +33,14 @@ export interface TimerStore {
    * Up to `limit` `Scheduled` timers with `dueAtMs <= nowMs`, ordered by (dueAtMs, tenantId,
    * serviceCallId); when `after` is given, only timers strictly after that position.
    */
-  findDue(nowMs: number, limit: number, after?: DueCursor): Promise<ScheduledTimer[]>;
+  findDue(nowMs: number, limit: number, after?: DueCursor): Promise<DueTimer[]>;
 
   /**
    * Marks the given timers `Reached` at `reachedAtMs`, in one transaction, each only if it is still
    * `Scheduled` with the same dueAtMs, data and correlationId as given (a reschedule that landed
    * after the timer was read wins). Returns the keys that were marked.
    */
-  markReached(timers: readonly ScheduledTimer[], reachedAtMs: number): Promise<TimerKey[]>;
+  markReached(timers: readonly DueTimer[], reachedAtMs: number): Promise<TimerKey[]>;
 
   /** The earliest dueAtMs of any `Scheduled` timer, or null when none is scheduled. */
   nextDueAt(): Promise<number | null>;

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { DecideCommand, TimerStore } from "../../src/app/timer-store.js";
-import type { ScheduledTimer, TimerKey } from "../../src/domain/timer.js";
+import type { DecideCommand, DueTimer, TimerStore } from "../../src/app/timer-store.js";
+import type { TimerKey } from "../../src/domain/timer.js";
 import type { CancelTimerCommand, ScheduleTimerCommand, TimerCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
 
@@ -268,7 +268,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         );
         await apply(...commands);
 
-        const seen: ScheduledTimer[] = [];
+        const seen: DueTimer[] = [];
         for (;;) {
           const last = seen.at(-1);
           const page = await store.findDue(NOW, 4, last);

@@ -1,4 +1,4 @@
-import type { DecideCommand, DueCursor, TimerStore } from "../../app/timer-store.js";
+import type { DecideCommand, DueCursor, DueTimer, TimerStore } from "../../app/timer-store.js";
 import { isScheduled, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
@@ -60,7 +60,7 @@ export class MemoryTimerStore implements TimerStore {
       .slice(0, limit);
   }
 
-  async markReached(timers: readonly ScheduledTimer[], reachedAtMs: number): Promise<TimerKey[]> {
+  async markReached(timers: readonly DueTimer[], reachedAtMs: number): Promise<TimerKey[]> {
     const stored = this.#open();
     const marked: TimerKey[] = [];
     for (const timer of timers) {

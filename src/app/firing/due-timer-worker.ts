@@ -1,9 +1,8 @@
-import type { ScheduledTimer } from "../../domain/timer.js";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
 import type { TimerMetrics } from "../timer-metrics.js";
-import type { DueCursor, TimerStore } from "../timer-store.js";
+import type { DueCursor, DueTimer, TimerStore } from "../timer-store.js";
 
 /** What a poll read: whether the batch was full, and the position after its last timer. */
 export interface PollRead {
@@ -70,7 +69,7 @@ export class DueTimerWorker {
     return { read, done };
   }
 
-  private async publishAndMark(due: readonly ScheduledTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
+  private async publishAndMark(due: readonly DueTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
     const { store, clock, metrics, batchSize } = this.deps;
     const { published, failed } = await this.publish(due, nowMs);
     let marked = 0;
@@ -87,7 +86,7 @@ export class DueTimerWorker {
     return { found: due.length, published: published.length, failed, marked, full: due.length === batchSize };
   }
 
-  private async publish(due: readonly ScheduledTimer[], reachedAtMs: number): Promise<{ published: ScheduledTimer[]; failed: number }> {
+  private async publish(due: readonly DueTimer[], reachedAtMs: number): Promise<{ published: DueTimer[]; failed: number }> {
     const { publisher, metrics, logger } = this.deps;
     const results = await Promise.allSettled(
       due.map((timer) =>
@@ -101,7 +100,7 @@ export class DueTimerWorker {
         }),
       ),
     );
-    const published: ScheduledTimer[] = [];
+    const published: DueTimer[] = [];
     let failed = 0;
     let firstError: unknown;
     results.forEach((result, i) => {
@@ -119,7 +118,7 @@ export class DueTimerWorker {
   }
 }
 
-function lagsOfMarked(published: readonly ScheduledTimer[], markedKeys: readonly { tenantId: string; serviceCallId: string }[], nowMs: number): number[] {
+function lagsOfMarked(published: readonly DueTimer[], markedKeys: readonly { tenantId: string; serviceCallId: string }[], nowMs: number): number[] {
   const marked = new Set(markedKeys.map((k) => `${k.tenantId}\u0000${k.serviceCallId}`));
   return published.filter((t) => marked.has(`${t.tenantId}\u0000${t.serviceCallId}`)).map((t) => (nowMs - t.dueAtMs) / 1000);
 }
