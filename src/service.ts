@@ -17,6 +17,7 @@ import { NatsCommandConsumer } from "./adapters/nats/nats-command-consumer.js";
 /** How long a DueTimeReached or CommandRejected publish waits for the stream's ack. */
 const PUBLISH_ACK_TIMEOUT_MS = 5_000;
 const WAL_CHECKPOINT_INTERVAL_MS = 1_000;
+const SQLITE_BUSY_TIMEOUT_MS = 100;
 
 export interface RunningTimerService {
   readonly http: AddressInfo;
@@ -34,6 +35,9 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
   const store = openSqliteTimerStore({
     path: config.dbPath,
     synchronous: config.dbSynchronous,
+    // better-sqlite3 waits for a lock on the only thread: a long wait would freeze HTTP and the
+    // broker connection. Short, and the nak-and-redeliver retry does the waiting instead.
+    busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS,
     backgroundCheckpoint: { intervalMs: WAL_CHECKPOINT_INTERVAL_MS, onError: (message) => logger.warn({ error: message }, "WAL checkpoint failed") },
   });
   const metrics = new PrometheusTimerMetrics();

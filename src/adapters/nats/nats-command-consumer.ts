@@ -71,6 +71,8 @@ export class NatsCommandConsumer {
         while (this.buffer.length > 0) {
           const batch = this.buffer.splice(0, COMMAND_BATCH_MAX);
           await this.processBatch(batch);
+          // Storing a batch is synchronous: let HTTP probes and the socket breathe between batches.
+          await new Promise((resolve) => setImmediate(resolve));
         }
       } finally {
         this.draining = undefined;

@@ -19,8 +19,9 @@ export interface DeliveredCommand extends RawCommand {
 }
 
 const ACK: CommandSettlement = { kind: "ack" };
-const RETRY_BASE_MS = 500;
-const RETRY_MAX_MS = 30_000;
+const RETRY_BASE_MS = 250;
+/** Short enough that commands are stored within seconds once a storage fault clears. */
+const RETRY_MAX_MS = 5_000;
 
 /** Redelivery delay after a transient fault: doubling per delivery, capped. */
 export function retryDelayMs(deliveryCount: number): number {
