@@ -109,21 +109,35 @@ export class NatsCommandConsumer {
   }
 }
 
-/** The message's delivery info is parsed from its reply subject only when a field needs it. */
+/**
+ * A command message as the processor sees it. The delivery info is parsed from the reply subject
+ * only when a field needs it (bare payloads, rejections, retries); prototype getters keep the
+ * per-message object cheap.
+ */
+class JetStreamDeliveredCommand implements DeliveredCommand {
+  readonly subject: string;
+  readonly body: Uint8Array;
+
+  constructor(private readonly message: JsMsg) {
+    this.subject = message.subject;
+    this.body = message.data;
+  }
+
+  get brokerTimestampMs(): number {
+    return Math.floor(this.message.info.timestampNanos / 1_000_000);
+  }
+
+  get sourceId(): string {
+    return `${this.message.info.stream}:${this.message.info.streamSequence}`;
+  }
+
+  get deliveryCount(): number {
+    return this.message.info.deliveryCount;
+  }
+}
+
 function toDeliveredCommand(message: JsMsg): DeliveredCommand {
-  return {
-    subject: message.subject,
-    body: message.data,
-    get brokerTimestampMs() {
-      return Math.floor(message.info.timestampNanos / 1_000_000);
-    },
-    get sourceId() {
-      return `${message.info.stream}:${message.info.streamSequence}`;
-    },
-    get deliveryCount() {
-      return message.info.deliveryCount;
-    },
-  };
+  return new JetStreamDeliveredCommand(message);
 }
 
 function settle(message: JsMsg, settlement: CommandSettlement | undefined): void {
