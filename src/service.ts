@@ -95,8 +95,9 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
     logger,
     onMissingConsumer: () => connectedBroker.topologyLost(),
   });
-  await consumer.start();
+  // Overdue timers start firing before the command consumer is up: a restart drains its backlog first.
   runningLoop.start();
+  await consumer.start();
   logger.info(
     { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, dbPath: config.dbPath },
     "timer service started",
