@@ -33,7 +33,7 @@ describe("broker outage", () => {
 
   it("when the broker is killed and restarted on its store, then /readyz is 503 meanwhile, 200 again by itself, and every timer due during or after the outage fires", async () => {
     const now = Date.now();
-    const duringOutage = planTimers("during", 60, now, 1_500, 3_000);
+    const duringOutage = planTimers("during", 60, now, 2_000, 3_500);
     const afterOutage = planTimers("after", 20, now, 7_000, 8_000);
     const timers = [...duringOutage, ...afterOutage];
     await scheduleAll(client, timers);
@@ -61,7 +61,7 @@ describe("broker outage", () => {
   }, 90_000);
 
   it("when the broker comes back with an empty store, then the service recreates the streams and its consumer, becomes ready, and fires both stored and newly scheduled timers", async () => {
-    const storedBefore = planTimers("stored", 10, Date.now(), 1_500, 2_500);
+    const storedBefore = planTimers("stored", 10, Date.now(), 2_000, 3_000);
     await scheduleAll(client, storedBefore);
     await waitUntilStored(client, service, storedBefore.length);
     expect(Date.now()).toBeLessThan(storedBefore[0]!.dueAtMs);
