@@ -53,6 +53,7 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
   logger.info({ host: address.address, port: address.port }, "http listening");
 
   let loop: DueTimerLoop | undefined;
+  let consumer: NatsCommandConsumer | undefined;
   try {
     broker = await NatsBroker.connect({
       servers: config.brokerUrls,
@@ -60,6 +61,7 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
       topology: config,
       logger,
       onReconnect: () => loop?.wake(),
+      onTopologyRecreated: () => void consumer?.restart(),
     });
   } catch (error) {
     await http.close();
@@ -89,7 +91,7 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
     logger,
     onScheduled: (dueAtMs) => runningLoop.wake(dueAtMs),
   });
-  const consumer = new NatsCommandConsumer(connectedBroker.js, processor, {
+  const commandConsumer = new NatsCommandConsumer(connectedBroker.js, processor, {
     stream: config.commandsStream,
     consumer: config.consumerName,
     logger,
@@ -97,7 +99,8 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
   });
   // Overdue timers start firing before the command consumer is up: a restart drains its backlog first.
   runningLoop.start();
-  await consumer.start();
+  await commandConsumer.start();
+  consumer = commandConsumer;
   logger.info(
     { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, dbPath: config.dbPath },
     "timer service started",
@@ -107,7 +110,7 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
     http: address,
     async stop() {
       clearInterval(brokerGauge);
-      await consumer.stop();
+      await commandConsumer.stop();
       await runningLoop.stop();
       await connectedBroker.close();
       acks.close();

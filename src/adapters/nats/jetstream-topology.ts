@@ -20,8 +20,12 @@ export interface TimerTopology {
 const EVENTS_MAX_AGE_MS = 7 * 24 * 3_600_000;
 /** The contract's minimum: a republish after a crash and restart lands inside it. */
 const EVENTS_DUPLICATE_WINDOW_MS = 2 * 60_000;
-/** Redelivery of a command that was neither acked nor nak'ed (the service died holding it). */
-const COMMAND_ACK_WAIT_MS = 30_000;
+/**
+ * Redelivery of a command that was neither acked nor nak'ed: the service died holding it, or it was
+ * in flight to a service that stopped pulling. A batch is stored within a second, so 10 s is ample
+ * and bounds how long a restart delays such commands.
+ */
+const COMMAND_ACK_WAIT_MS = 10_000;
 const COMMAND_MAX_ACK_PENDING = 20_000;
 
 function isNotFound(error: unknown): boolean {
@@ -30,11 +34,12 @@ function isNotFound(error: unknown): boolean {
 
 /**
  * Creates the two streams and the durable command consumer when missing; existing ones are used
- * as they are (an operator may have made them with other limits or replicas).
+ * as they are (an operator may have made them with other limits or replicas). Returns whether
+ * anything had to be created.
  */
-export async function ensureTimerTopology(jsm: JetStreamManager, topology: TimerTopology): Promise<void> {
+export async function ensureTimerTopology(jsm: JetStreamManager, topology: TimerTopology): Promise<boolean> {
   const { subjectPrefix, commandsStream, eventsStream, consumerName } = topology;
-  await ensureStream(jsm, commandsStream, () =>
+  let created = await ensureStream(jsm, commandsStream, () =>
     jsm.streams.add({
       name: commandsStream,
       subjects: [`${subjectPrefix}.commands.>`],
@@ -43,7 +48,7 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
       storage: StorageType.File,
     }),
   );
-  await ensureStream(jsm, eventsStream, () =>
+  created = (await ensureStream(jsm, eventsStream, () =>
     jsm.streams.add({
       name: eventsStream,
       subjects: [`${subjectPrefix}.events.>`],
@@ -52,9 +57,10 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
       max_age: nanos(EVENTS_MAX_AGE_MS),
       duplicate_window: nanos(EVENTS_DUPLICATE_WINDOW_MS),
     }),
-  );
+  )) || created;
   try {
     await jsm.consumers.info(commandsStream, consumerName);
+    return created;
   } catch (error) {
     if (!isNotFound(error)) throw error;
     await jsm.consumers.add(commandsStream, {
@@ -66,12 +72,15 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
       max_deliver: -1,
       max_ack_pending: COMMAND_MAX_ACK_PENDING,
     });
+    return true;
   }
 }
 
-async function ensureStream(jsm: JetStreamManager, name: string, create: () => Promise<unknown>): Promise<void> {
+/** Returns true when the stream had to be created. */
+async function ensureStream(jsm: JetStreamManager, name: string, create: () => Promise<unknown>): Promise<boolean> {
   try {
     await jsm.streams.info(name);
+    return false;
   } catch (error) {
     if (!isNotFound(error)) throw error;
     try {
@@ -80,5 +89,6 @@ async function ensureStream(jsm: JetStreamManager, name: string, create: () => P
       // Another instance created it in the meantime: use it as it is.
       await jsm.streams.info(name).catch(() => Promise.reject(createError));
     }
+    return true;
   }
 }

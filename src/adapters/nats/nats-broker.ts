@@ -20,6 +20,8 @@ export class NatsBroker {
   readonly js: JetStreamClient;
   private ensuring: Promise<void> | undefined;
   private closing = false;
+  /** The first ensure (at start) creates what is missing without calling onTopologyRecreated. */
+  private started = false;
   private readonly checker: NodeJS.Timeout;
 
   private constructor(
@@ -28,6 +30,7 @@ export class NatsBroker {
     private readonly topology: TimerTopology,
     private readonly logger: Logger,
     private readonly onReconnect: () => void,
+    private readonly onTopologyRecreated: () => void,
   ) {
     this.js = jetstream(connection, { timeout: 5_000 });
     void this.watchStatus();
@@ -45,11 +48,13 @@ export class NatsBroker {
     topology: TimerTopology;
     logger: Logger;
     onReconnect: () => void;
+    /** Streams or consumer were missing and have been recreated: pulls must start over. */
+    onTopologyRecreated: () => void;
   }): Promise<NatsBroker> {
     const connection = await connectToNats(options.servers, options.credentials);
     options.logger.info({ server: connection.getServer(), version: connection.info?.version }, "connected to NATS");
     const jsm = await jetstreamManager(connection, { timeout: 5_000 });
-    const broker = new NatsBroker(connection, jsm, options.topology, options.logger, options.onReconnect);
+    const broker = new NatsBroker(connection, jsm, options.topology, options.logger, options.onReconnect, options.onTopologyRecreated);
     await broker.ensureTopology();
     return broker;
   }
@@ -60,8 +65,14 @@ export class NatsBroker {
       try {
         while (!this.closing) {
           try {
-            await ensureTimerTopology(this.jsm, this.topology);
+            const created = await ensureTimerTopology(this.jsm, this.topology);
+            const wasReady = this.topologyReady;
             this.topologyReady = true;
+            if (created && this.started) {
+              this.logger.warn({ wasReady }, "JetStream streams or consumer were missing and have been recreated");
+              this.onTopologyRecreated();
+            }
+            this.started = true;
             return;
           } catch (error) {
             this.topologyReady = false;

@@ -28,14 +28,35 @@ export class NatsCommandConsumer {
   ) {}
 
   async start(): Promise<void> {
-    this.stopped = false;
     const consumer = await this.js.consumers.get(this.options.stream, this.options.consumer);
     const messages = await consumer.consume({
       max_messages: PULL_BATCH,
       callback: (message) => this.receive(message),
     });
+    if (this.stopped) {
+      // stop() ran while the pull was being set up.
+      messages.stop();
+      return;
+    }
     this.messages = messages;
     void this.watch(messages);
+  }
+
+  /**
+   * Starts pulling afresh, keeping what is buffered: after the consumer or its stream was recreated
+   * the old pull would only notice after its request expired (up to ~45 s).
+   */
+  async restart(): Promise<void> {
+    if (this.stopped) return;
+    this.messages?.stop();
+    this.messages = undefined;
+    try {
+      await this.start();
+      this.options.logger.info({}, "command consumer restarted");
+    } catch (error) {
+      this.options.logger.error({ err: error }, "restarting the command consumer failed; retrying");
+      setTimeout(() => void this.restart(), 1_000).unref();
+    }
   }
 
   /** Stops pulling, then stores and settles every message already received. */
