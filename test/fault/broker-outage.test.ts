@@ -5,7 +5,7 @@ import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
-import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, until, waitUntilStored } from "./fault-support.js";
+import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, until, waitUntilStored, startFaultHarness, type FaultHarness } from "./fault-support.js";
 
 /**
  * CONTRACT §3.9: the service survives the broker going away, reports not-ready meanwhile, reconnects
@@ -17,18 +17,15 @@ describe("broker outage", () => {
   let client: TimerClient;
   let reader: EventStreamReader;
 
+  let harness: FaultHarness | undefined;
+
   beforeAll(async () => {
-    nats = await NatsServerProcess.start();
-    service = await TimerServiceProcess.start(nats.url, { TIMER_POLLING_INTERVAL: "500" });
-    client = await TimerClient.connect(nats.url);
-    reader = await EventStreamReader.start(nats.url);
+    harness = await startFaultHarness({ TIMER_POLLING_INTERVAL: "500" });
+    ({ nats, service, client, reader } = harness);
   });
 
   afterAll(async () => {
-    await reader?.close();
-    await client?.close();
-    await service?.dispose();
-    await nats?.dispose();
+    await harness?.dispose();
   });
 
   it("when the broker is killed and restarted on its store, then /readyz is 503 meanwhile, 200 again by itself, and every timer due during or after the outage fires", async () => {

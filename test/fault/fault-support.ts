@@ -1,12 +1,41 @@
 import Database from "better-sqlite3";
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { TimerClient } from "../support/timer-client.js";
-import type { TimerServiceProcess } from "../support/timer-service-process.js";
-import type { StreamedDueEvent } from "../support/event-stream-reader.js";
+import { NatsServerProcess } from "../support/nats-server.js";
+import { TimerClient } from "../support/timer-client.js";
+import { TimerServiceProcess } from "../support/timer-service-process.js";
+import { EventStreamReader, type StreamedDueEvent } from "../support/event-stream-reader.js";
 
 /** Shared by the fault tests: what they schedule, how they wait, what "early" means. */
 
 export const TENANT = "fault";
+
+/** What a fault test runs against: its own broker, the service, a producer and a stream reader. */
+export interface FaultHarness {
+  readonly nats: NatsServerProcess;
+  readonly service: TimerServiceProcess;
+  readonly client: TimerClient;
+  readonly reader: EventStreamReader;
+  dispose(): Promise<void>;
+}
+
+export async function startFaultHarness(serviceEnv: Record<string, string>): Promise<FaultHarness> {
+  const nats = await NatsServerProcess.start();
+  const service = await TimerServiceProcess.start(nats.url, serviceEnv);
+  const client = await TimerClient.connect(nats.url);
+  const reader = await EventStreamReader.start(nats.url);
+  return {
+    nats,
+    service,
+    client,
+    reader,
+    async dispose() {
+      await reader.close();
+      await client.close();
+      await service.dispose();
+      await nats.dispose();
+    },
+  };
+}
 
 export interface PlannedTimer {
   readonly serviceCallId: string;

@@ -3,7 +3,7 @@ import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
-import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, waitUntilStored } from "./fault-support.js";
+import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, waitUntilStored, startFaultHarness, type FaultHarness } from "./fault-support.js";
 
 /** CONTRACT §3.8: once a command is acked its effect survives kill -9 of the service. */
 describe("kill -9 after the commands were acked", () => {
@@ -12,18 +12,15 @@ describe("kill -9 after the commands were acked", () => {
   let client: TimerClient;
   let reader: EventStreamReader;
 
+  let harness: FaultHarness | undefined;
+
   beforeAll(async () => {
-    nats = await NatsServerProcess.start();
-    service = await TimerServiceProcess.start(nats.url, { TIMER_POLLING_INTERVAL: "1000" });
-    client = await TimerClient.connect(nats.url);
-    reader = await EventStreamReader.start(nats.url);
+    harness = await startFaultHarness({ TIMER_POLLING_INTERVAL: "1000" });
+    ({ nats, service, client, reader } = harness);
   });
 
   afterAll(async () => {
-    await reader?.close();
-    await client?.close();
-    await service?.dispose();
-    await nats?.dispose();
+    await harness?.dispose();
   });
 
   it("when the service is killed with SIGKILL after acking 300 ScheduleTimer commands, then after a restart on the same database every timer fires, none early", async () => {

@@ -4,7 +4,7 @@ import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
-import { TENANT, earlyEvents, mismatchedEvents, scheduleAll, storedTimerStates, waitUntilStored, type PlannedTimer } from "./fault-support.js";
+import { TENANT, earlyEvents, mismatchedEvents, scheduleAll, storedTimerStates, waitUntilStored, type PlannedTimer, startFaultHarness, type FaultHarness } from "./fault-support.js";
 
 const TIMERS = 2_000;
 
@@ -18,19 +18,16 @@ describe("kill -9 while due timers are being fired", () => {
   let client: TimerClient;
   let reader: EventStreamReader;
 
+  let harness: FaultHarness | undefined;
+
   beforeAll(async () => {
-    nats = await NatsServerProcess.start();
     // Small batches: 2000 timers due at one instant take 40 polls, so a kill lands mid-firing.
-    service = await TimerServiceProcess.start(nats.url, { TIMER_BATCH_SIZE: "50", TIMER_POLLING_INTERVAL: "1000" });
-    client = await TimerClient.connect(nats.url);
-    reader = await EventStreamReader.start(nats.url);
+    harness = await startFaultHarness({ TIMER_BATCH_SIZE: "50", TIMER_POLLING_INTERVAL: "1000" });
+    ({ nats, service, client, reader } = harness);
   });
 
   afterAll(async () => {
-    await reader?.close();
-    await client?.close();
-    await service?.dispose();
-    await nats?.dispose();
+    await harness?.dispose();
   });
 
   it("when the service is killed with SIGKILL mid-firing of 2000 timers due at one instant, then after a restart every timer has fired and no event id is stored twice", async () => {
