@@ -85,8 +85,8 @@ describe("broker outage", () => {
 
 /**
  * Schedules one timer due 300 ms ahead and returns how long it took to fire. The deadline is
- * generous: after a broker restart the command consumer of nats.js may back off for 15–45 s before
- * it pulls again (see docs/reliability.md, "known gaps"), although /readyz is already 200.
+ * generous; the empty-store case asserts the pull restarted at once (it used to wait 15–45 s for
+ * nats.js's pull request to expire, docs/reliability.md, gap 1).
  */
 async function scheduleAfterReady(client: TimerClient, reader: EventStreamReader, serviceCallId: string): Promise<number> {
   const startedAtMs = Date.now();

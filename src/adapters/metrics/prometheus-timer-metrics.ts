@@ -47,7 +47,7 @@ export class PrometheusTimerMetrics implements TimerMetrics {
   });
   readonly brokerConnected = new Gauge({
     name: "timer_broker_connected",
-    help: "1 while the service is connected to the broker, else 0.",
+    help: "1 while the service is connected to the broker with its streams and consumer in place, else 0.",
     registers: [this.registry],
   });
 
