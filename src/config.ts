@@ -32,6 +32,8 @@ export interface TimerServiceConfig {
   readonly commandsStream: string;
   readonly eventsStream: string;
   readonly consumerName: string;
+  /** Started by `npm start` (npm sets npm_lifecycle_event): end with npm if npm is killed. */
+  readonly launchedByNpmStart: boolean;
 }
 
 /** A configuration variable was set to something the service cannot run with. */
@@ -80,7 +82,7 @@ function nameToken(env: Env, variable: string, fallback: string): string {
   return value;
 }
 
-function brokerUrls(env: Env): string[] {
+export function loadBrokerUrls(env: Env): string[] {
   const variable = "TIMER_BROKER_URL";
   const urls = text(env, variable, "nats://127.0.0.1:4222")
     .split(",")
@@ -95,7 +97,8 @@ function brokerUrls(env: Env): string[] {
     } catch {
       throw new ConfigError(variable, `"${url}" is not a URL`);
     }
-    if (!["nats:", "tls:", "ws:", "wss:"].includes(parsed.protocol) || parsed.hostname === "") {
+    // The Node transport speaks TCP only; websocket URLs would fail at connect.
+    if (!["nats:", "tls:"].includes(parsed.protocol) || parsed.hostname === "") {
       throw new ConfigError(variable, `"${url}" is not a nats:// or tls:// URL`);
     }
   }
@@ -107,6 +110,10 @@ function hostAddress(env: Env): string {
   const host = text(env, variable, "0.0.0.0");
   if (!/^[A-Za-z0-9.:_-]+$/.test(host)) throw new ConfigError(variable, `"${host}" is not a host name or address`);
   return host;
+}
+
+export function loadSubjectPrefix(env: Env): string {
+  return nameToken(env, "TIMER_SUBJECT_PREFIX", "timer");
 }
 
 /** The TIMER_NATS_* credential variables (also used by the CLI). */
@@ -126,7 +133,7 @@ export function loadNatsCredentials(env: Env): NatsCredentials {
 /** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env): TimerServiceConfig {
   const config: TimerServiceConfig = {
-    brokerUrls: brokerUrls(env),
+    brokerUrls: loadBrokerUrls(env),
     natsCredentials: loadNatsCredentials(env),
     dbPath: text(env, "TIMER_DB_PATH", "./data/timer.db"),
     dbSynchronous: oneOf(env, "TIMER_DB_SYNCHRONOUS", "NORMAL", ["NORMAL", "FULL"] as const, (s) => s.toUpperCase()),
@@ -136,10 +143,11 @@ export function loadConfig(env: Env): TimerServiceConfig {
     httpPort: integer(env, "TIMER_HTTP_PORT", 8080, 0, 65_535),
     httpHost: hostAddress(env),
     logLevel: oneOf(env, "TIMER_LOG_LEVEL", "info", LOG_LEVELS, (s) => s.toLowerCase()),
-    subjectPrefix: nameToken(env, "TIMER_SUBJECT_PREFIX", "timer"),
+    subjectPrefix: loadSubjectPrefix(env),
     commandsStream: nameToken(env, "TIMER_COMMANDS_STREAM", "TIMER_COMMANDS"),
     eventsStream: nameToken(env, "TIMER_EVENTS_STREAM", "TIMER_EVENTS"),
     consumerName: nameToken(env, "TIMER_CONSUMER", "timer-service"),
+    launchedByNpmStart: env.npm_lifecycle_event === "start",
   };
   const { user, password, tlsCertFile, tlsKeyFile } = config.natsCredentials;
   if ((user === undefined) !== (password === undefined)) {

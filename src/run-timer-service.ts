@@ -44,7 +44,7 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
   process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
-  exitWhenParentDies(logger);
+  if (config.launchedByNpmStart) exitWhenParentDies(logger);
 
   try {
     service = await startTimerService(config, { logger, clock: systemClock });

@@ -44,16 +44,16 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
   metrics.setPending(await store.countScheduled());
 
   let broker: NatsBroker | undefined;
+  let consumer: NatsCommandConsumer | undefined;
   const http = new HealthHttpServer(metrics.registry, [
     { name: "storage", ok: () => store.isWritable() },
-    { name: "broker", ok: () => broker?.connected === true && broker.connection.isClosed() === false },
-    { name: "streams", ok: () => broker?.topologyReady === true },
+    { name: "broker", ok: () => broker?.isConnected === true },
+    { name: "streams", ok: () => broker?.topologyReady === true && consumer?.pulling === true },
   ]);
   const address = await http.listen(config.httpPort, config.httpHost);
   logger.info({ host: address.address, port: address.port }, "http listening");
 
   let loop: DueTimerLoop | undefined;
-  let consumer: NatsCommandConsumer | undefined;
   try {
     broker = await NatsBroker.connect({
       servers: config.brokerUrls,
@@ -70,7 +70,7 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
   }
   const connectedBroker = broker;
   metrics.brokerConnected.set(1);
-  const brokerGauge = setInterval(() => metrics.brokerConnected.set(connectedBroker.ready ? 1 : 0), 1_000);
+  const brokerGauge = setInterval(() => metrics.brokerConnected.set(connectedBroker.isConnected && connectedBroker.topologyReady ? 1 : 0), 1_000);
   brokerGauge.unref();
 
   const acks = new JetStreamAckTracker(connectedBroker.connection, PUBLISH_ACK_TIMEOUT_MS);
@@ -99,8 +99,8 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
   });
   // Overdue timers start firing before the command consumer is up: a restart drains its backlog first.
   runningLoop.start();
-  await commandConsumer.start();
   consumer = commandConsumer;
+  await commandConsumer.start();
   logger.info(
     { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, dbPath: config.dbPath },
     "timer service started",

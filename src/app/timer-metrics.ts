@@ -3,7 +3,7 @@ export type CommandOutcome = "accepted" | "ignored" | "rejected";
 
 /** What the application reports for observability (CONTRACT §5). */
 export interface TimerMetrics {
-  commandHandled(type: CommandType, outcome: CommandOutcome, count?: number): void;
+  commandHandled(type: CommandType, outcome: CommandOutcome): void;
   /** Timers published as `DueTimeReached` and marked `Reached`, with each one's lag in seconds. */
   timersFired(lagSeconds: readonly number[]): void;
   publishFailed(count: number): void;

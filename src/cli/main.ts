@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
-import { loadNatsCredentials } from "../config.js";
+import { ConfigError, loadBrokerUrls, loadNatsCredentials, loadSubjectPrefix } from "../config.js";
 import { formatInstant } from "../domain/due-time.js";
 import { isServiceCallId, isTenantId } from "../app/commands/command-text.js";
 import { natsConnectionOptions } from "../adapters/nats/nats-connection.js";
@@ -68,13 +68,27 @@ function required(flags: Flags, name: "tenant" | "id"): string {
   return value;
 }
 
+/** Flags win over the service's variables; both are checked by the service's own config rules. */
+function fromConfig<T>(flag: string, load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(`--${flag}: ${error.message}`);
+    throw error;
+  }
+}
+
 function prefixOf(flags: Flags): string {
-  return flags.prefix ?? process.env.TIMER_SUBJECT_PREFIX ?? "timer";
+  return fromConfig("prefix", () => loadSubjectPrefix(flags.prefix === undefined ? process.env : { TIMER_SUBJECT_PREFIX: flags.prefix }));
+}
+
+function connectCli(flags: Flags): Promise<NatsConnection> {
+  const servers = fromConfig("server", () => loadBrokerUrls(flags.server === undefined ? process.env : { TIMER_BROKER_URL: flags.server }));
+  return connect({ ...natsConnectionOptions(servers, loadNatsCredentials(process.env)), name: "timer-service-cli", waitOnFirstConnect: false, maxReconnectAttempts: 10 });
 }
 
 async function withConnection<T>(flags: Flags, use: (nc: NatsConnection) => Promise<T>): Promise<T> {
-  const servers = (flags.server ?? process.env.TIMER_BROKER_URL ?? "nats://127.0.0.1:4222").split(",").map((s) => s.trim());
-  const nc = await connect({ ...natsConnectionOptions(servers, loadNatsCredentials(process.env)), name: "timer-service-cli", waitOnFirstConnect: false, maxReconnectAttempts: 10 });
+  const nc = await connectCli(flags);
   try {
     return await use(nc);
   } finally {
@@ -142,8 +156,7 @@ async function cancel(flags: Flags): Promise<number> {
 async function watch(flags: Flags): Promise<number> {
   const tenant = flags.tenant === undefined ? "*" : required(flags, "tenant");
   const prefix = prefixOf(flags);
-  const servers = (flags.server ?? process.env.TIMER_BROKER_URL ?? "nats://127.0.0.1:4222").split(",").map((s) => s.trim());
-  const nc = await connect({ ...natsConnectionOptions(servers, loadNatsCredentials(process.env)), name: "timer-service-cli", waitOnFirstConnect: false });
+  const nc = await connectCli(flags);
   const subscriptions = ["due", "rejected"].map((kind) => nc.subscribe(`${prefix}.events.${kind}.${tenant}`));
   const stop = (): void => void nc.drain().then(() => process.exit(0));
   process.once("SIGINT", stop);

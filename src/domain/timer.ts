@@ -7,6 +7,11 @@ export interface TimerKey {
   readonly serviceCallId: string;
 }
 
+/** One string per key, for maps and sets (NUL cannot occur in a tenant id). */
+export function timerKeyString(key: TimerKey): string {
+  return `${key.tenantId}\u0000${key.serviceCallId}`;
+}
+
 /**
  * A stored timer.
  *

@@ -8,7 +8,6 @@ const CHECK_INTERVAL_MS = 200;
  * process ends itself as abruptly as its parent did once it notices it was re-parented.
  */
 export function exitWhenParentDies(logger: Logger): void {
-  if (process.env.npm_lifecycle_event === undefined) return;
   const parent = process.ppid;
   const timer = setInterval(() => {
     if (process.ppid === parent) return;

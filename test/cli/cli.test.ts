@@ -109,6 +109,8 @@ describe("timer-service CLI", () => {
       [["schedule", "--tenant", "cli", "--id", "x", "--in", "1s", "--data", "{nope"], /--data is not JSON/],
       [["launch"], /unknown command "launch"/],
       [["watch", "--bogus"], /bogus/],
+      [["watch", "--prefix", "a.b"], /--prefix: TIMER_SUBJECT_PREFIX/],
+      [["schedule", "--tenant", "cli", "--id", "x", "--in", "1s", "--server", "ws://127.0.0.1:1"], /--server: TIMER_BROKER_URL/],
     ];
     for (const [args, message] of cases) {
       const result = await runCli(args, env);

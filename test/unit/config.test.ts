@@ -206,3 +206,19 @@ describe("loadConfig: the result", () => {
     expect(env.TIMER_BATCH_SIZE).toBe(" 7 ");
   });
 });
+
+describe("loadConfig: transport and launch", () => {
+  it.each(["ws://a:8080", "wss://a:443"])("when TIMER_BROKER_URL is the websocket URL %s, then loading fails naming it (the Node transport speaks TCP)", (url) => {
+    expect(configError({ TIMER_BROKER_URL: url }).variable).toBe("TIMER_BROKER_URL");
+  });
+
+  it("when npm runs the start script, then the service ends with npm; under any other npm script it does not", () => {
+    expect(loadConfig({ npm_lifecycle_event: "start" }).launchedByNpmStart).toBe(true);
+    expect(loadConfig({ npm_lifecycle_event: "test" }).launchedByNpmStart).toBe(false);
+    expect(loadConfig({}).launchedByNpmStart).toBe(false);
+  });
+
+  it("when two ways to log in to NATS are set, then loading fails naming the second", () => {
+    expect(configError({ TIMER_NATS_TOKEN: "t", TIMER_NATS_CREDS_FILE: "/x.creds" }).variable).toBe("TIMER_NATS_CREDS_FILE");
+  });
+});

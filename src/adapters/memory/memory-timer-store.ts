@@ -1,5 +1,5 @@
 import type { DecideCommand, DueCursor, DueTimer, TimerStore } from "../../app/timer-store.js";
-import { isScheduled, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
+import { isScheduled, timerKeyString, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 
@@ -8,7 +8,7 @@ import type { CommandDecision } from "../../domain/timer-rules.js";
  * JavaScript's `<` compares UTF-16 code units, which puts astral characters (surrogate pairs,
  * 0xD800–0xDFFF) before U+E000–U+FFFF; shifting the units at the first difference fixes that.
  */
-export function compareUtf8(a: string, b: string): number {
+function compareUtf8(a: string, b: string): number {
   const length = Math.min(a.length, b.length);
   for (let i = 0; i < length; i++) {
     const x = a.charCodeAt(i);
@@ -30,10 +30,6 @@ function compareDue(a: DueCursor, b: DueCursor): number {
   );
 }
 
-function keyOf(key: TimerKey): string {
-  return `${key.tenantId}\u0000${key.serviceCallId}`;
-}
-
 /** Timers in a Map; for unit tests, and the reference the SQLite store is checked against. */
 export class MemoryTimerStore implements TimerStore {
   #timers: Map<string, Timer> | undefined = new Map();
@@ -43,7 +39,7 @@ export class MemoryTimerStore implements TimerStore {
     // Staged apart and copied in only when every command is decided: all or nothing.
     const staged = new Map<string, Timer>();
     const decisions = commands.map((command) => {
-      const key = keyOf(command);
+      const key = timerKeyString(command);
       const decision = decide(staged.get(key) ?? timers.get(key), command);
       if (decision.next !== undefined) staged.set(key, { ...decision.next });
       return decision;
@@ -64,14 +60,14 @@ export class MemoryTimerStore implements TimerStore {
     const stored = this.#open();
     const marked: TimerKey[] = [];
     for (const timer of timers) {
-      const current = stored.get(keyOf(timer));
+      const current = stored.get(timerKeyString(timer));
       const unchanged =
         isScheduled(current) &&
         current.dueAtMs === timer.dueAtMs &&
         current.data === timer.data &&
         current.correlationId === timer.correlationId;
       if (!unchanged) continue;
-      stored.set(keyOf(timer), { ...current, state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs });
+      stored.set(timerKeyString(timer), { ...current, state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs });
       marked.push({ tenantId: timer.tenantId, serviceCallId: timer.serviceCallId });
     }
     return marked;
@@ -90,12 +86,9 @@ export class MemoryTimerStore implements TimerStore {
   }
 
   async get(key: TimerKey): Promise<Timer | undefined> {
-    return this.#open().get(keyOf(key));
+    return this.#open().get(timerKeyString(key));
   }
 
-  isOpen(): boolean {
-    return this.#timers !== undefined;
-  }
 
   async close(): Promise<void> {
     this.#timers = undefined;

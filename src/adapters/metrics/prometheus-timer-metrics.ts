@@ -57,8 +57,8 @@ export class PrometheusTimerMetrics implements TimerMetrics {
     for (const type of COMMAND_TYPES) for (const outcome of OUTCOMES) this.commands.inc({ type, outcome }, 0);
   }
 
-  commandHandled(type: CommandType, outcome: CommandOutcome, count = 1): void {
-    this.commands.inc({ type, outcome }, count);
+  commandHandled(type: CommandType, outcome: CommandOutcome): void {
+    this.commands.inc({ type, outcome });
   }
 
   timersFired(lagSeconds: readonly number[]): void {

@@ -53,11 +53,17 @@ export class JetStreamAckTracker {
 
   close(): void {
     clearInterval(this.sweeper);
-    for (const entry of this.pending.values()) entry.reject(new JetStreamPublishError("publisher closed"));
+    this.failAll(new JetStreamPublishError("publisher closed"));
+  }
+
+  private failAll(error: Error): void {
+    for (const entry of this.pending.values()) entry.reject(error);
     this.pending.clear();
   }
 
   private onAck(error: Error | null, message: Msg): void {
+    // An error on the subscription itself (e.g. a permission violation) comes without a message.
+    if (error !== null && typeof message?.subject !== "string") return this.failAll(error);
     const id = Number(message.subject.slice(this.inbox.length + 1));
     const entry = this.pending.get(id);
     if (entry === undefined) return;

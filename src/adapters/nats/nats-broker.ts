@@ -34,7 +34,7 @@ export class NatsBroker {
   ) {
     this.js = jetstream(connection, { timeout: 5_000 });
     void this.watchStatus();
-    // An operator may delete the consumer or a stream at any time; readiness must notice.
+    // An operator may delete the consumer or a stream at any time: recreate it within seconds.
     this.checker = setInterval(() => {
       if (this.connected && this.ensuring === undefined) void this.ensureTopology();
     }, TOPOLOGY_CHECK_MS);
@@ -53,7 +53,8 @@ export class NatsBroker {
   }): Promise<NatsBroker> {
     const connection = await connectToNats(options.servers, options.credentials);
     options.logger.info({ server: connection.getServer(), version: connection.info?.version }, "connected to NATS");
-    const jsm = await jetstreamManager(connection, { timeout: 5_000 });
+    // No API check here: JetStream may still be starting; ensureTopology retries until it answers.
+    const jsm = await jetstreamManager(connection, { timeout: 5_000, checkAPI: false });
     const broker = new NatsBroker(connection, jsm, options.topology, options.logger, options.onReconnect, options.onTopologyRecreated);
     await broker.ensureTopology();
     return broker;
@@ -90,11 +91,14 @@ export class NatsBroker {
   /** The consumer or a stream went missing (e.g. the broker lost its store). */
   topologyLost(): void {
     this.topologyReady = false;
-    void this.ensureTopology();
+    // An ensure already under way may have checked before the loss: run a fresh one after it.
+    const current = this.ensuring ?? Promise.resolve();
+    void current.then(() => this.ensureTopology());
   }
 
-  get ready(): boolean {
-    return this.connected && this.topologyReady && !this.connection.isClosed();
+  /** Connected now (not between a disconnect and a reconnect, not closed). */
+  get isConnected(): boolean {
+    return this.connected && !this.connection.isClosed();
   }
 
   async close(): Promise<void> {
@@ -110,6 +114,8 @@ export class NatsBroker {
     for await (const status of this.connection.status()) {
       if (status.type === "disconnect") {
         this.connected = false;
+        // Unknown until checked again after the reconnect (the broker may come back empty).
+        this.topologyReady = false;
         this.logger.warn({ server: status.server }, "disconnected from NATS; reconnecting");
       } else if (status.type === "reconnect") {
         this.connected = true;

@@ -3,7 +3,7 @@ import type { Logger } from "../../app/logger.js";
 import type { CommandSettlement, DeliveredCommand, TimerCommandProcessor } from "../../app/commands/timer-command-processor.js";
 
 /** Most command messages applied in one storage transaction (larger: fewer commits per command). */
-export const COMMAND_BATCH_MAX = 5_000;
+const COMMAND_BATCH_MAX = 5_000;
 /** Messages the client asks the server for at once. */
 const PULL_BATCH = 5_000;
 
@@ -20,6 +20,9 @@ export class NatsCommandConsumer {
   private draining: Promise<void> | undefined;
   private flushScheduled = false;
   private stopped = false;
+  /** The pull being (re)started; restarts are serialized through it. */
+  private starting: Promise<void> | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -27,19 +30,20 @@ export class NatsCommandConsumer {
     private readonly options: { readonly stream: string; readonly consumer: string; readonly logger: Logger; readonly onMissingConsumer: () => void },
   ) {}
 
-  async start(): Promise<void> {
-    const consumer = await this.js.consumers.get(this.options.stream, this.options.consumer);
-    const messages = await consumer.consume({
-      max_messages: PULL_BATCH,
-      callback: (message) => this.receive(message),
+  /** Whether a pull is running (readiness). */
+  get pulling(): boolean {
+    return this.messages !== undefined;
+  }
+
+  /**
+   * Starts pulling. Never throws: when the consumer cannot be reached yet (JetStream still starting,
+   * a leader election), it logs and tries again every second until it pulls or is stopped.
+   */
+  start(): Promise<void> {
+    this.starting ??= this.pull().finally(() => {
+      this.starting = undefined;
     });
-    if (this.stopped) {
-      // stop() ran while the pull was being set up.
-      messages.stop();
-      return;
-    }
-    this.messages = messages;
-    void this.watch(messages);
+    return this.starting;
   }
 
   /**
@@ -47,21 +51,20 @@ export class NatsCommandConsumer {
    * the old pull would only notice after its request expired (up to ~45 s).
    */
   async restart(): Promise<void> {
+    await this.starting;
     if (this.stopped) return;
-    this.messages?.stop();
+    const old = this.messages;
     this.messages = undefined;
-    try {
-      await this.start();
-      this.options.logger.info({}, "command consumer restarted");
-    } catch (error) {
-      this.options.logger.error({ err: error }, "restarting the command consumer failed; retrying");
-      setTimeout(() => void this.restart(), 1_000).unref();
-    }
+    old?.stop();
+    await this.start();
+    this.options.logger.info({ pulling: this.pulling }, "command consumer restarted");
   }
 
   /** Stops pulling, then stores and settles every message already received. */
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    await this.starting;
     const messages = this.messages;
     this.messages = undefined;
     if (messages !== undefined) {
@@ -69,6 +72,48 @@ export class NatsCommandConsumer {
       await messages.closed().catch(() => undefined);
     }
     await this.drain();
+  }
+
+  private async pull(): Promise<void> {
+    if (this.stopped || this.messages !== undefined) return;
+    try {
+      const consumer = await this.js.consumers.get(this.options.stream, this.options.consumer);
+      const messages = await consumer.consume({
+        max_messages: PULL_BATCH,
+        callback: (message) => this.receive(message),
+      });
+      if (this.stopped) {
+        messages.stop();
+        return;
+      }
+      this.messages = messages;
+      void this.watch(messages);
+      // consume() can end by itself (a permission error, a closed connection): pull again.
+      void messages.closed().then(
+        () => this.pullEnded(messages),
+        () => this.pullEnded(messages),
+      );
+    } catch (error) {
+      this.options.logger.error({ err: error }, "cannot pull commands yet; retrying");
+      this.retryLater();
+    }
+  }
+
+  private pullEnded(messages: ConsumerMessages): void {
+    if (this.stopped || this.messages !== messages) return;
+    this.messages = undefined;
+    this.options.logger.warn({}, "command pull ended; pulling again");
+    this.retryLater();
+  }
+
+  private retryLater(): void {
+    if (this.stopped) return;
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.start();
+    }, 1_000);
+    this.retryTimer.unref();
   }
 
   private receive(message: JsMsg): void {
@@ -148,8 +193,10 @@ class JetStreamDeliveredCommand implements DeliveredCommand {
     return Math.floor(this.message.info.timestampNanos / 1_000_000);
   }
 
+  /** Stream, sequence and the broker's timestamp: unique even after the stream is recreated. */
   get sourceId(): string {
-    return `${this.message.info.stream}:${this.message.info.streamSequence}`;
+    const info = this.message.info;
+    return `${info.stream}:${info.streamSequence}:${Math.floor(info.timestampNanos / 1_000_000)}`;
   }
 
   get deliveryCount(): number {

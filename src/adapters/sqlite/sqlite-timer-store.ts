@@ -62,7 +62,6 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
   }
 }
 
-
 // Aliased to the field names of Timer, so a row is a Timer without mapping.
 const TIMER_COLUMNS = `
   tenant_id AS tenantId, service_call_id AS serviceCallId, state, due_at AS dueAtMs, data,
@@ -185,11 +184,6 @@ export class SqliteTimerStore implements TimerStore {
   async get(key: TimerKey): Promise<Timer | undefined> {
     const { tenantId, serviceCallId } = key;
     return this.#selectByKey.get({ tenantId, serviceCallId });
-  }
-
-  /** Moves the write-ahead log into the database file and truncates it (e.g. before a backup). */
-  checkpoint(): void {
-    this.#db.pragma("wal_checkpoint(TRUNCATE)");
   }
 
   isOpen(): boolean {

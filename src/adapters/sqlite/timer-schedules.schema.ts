@@ -36,4 +36,3 @@ export const timerSchedules = sqliteTable(
   ],
 );
 
-export type TimerScheduleRow = typeof timerSchedules.$inferSelect;

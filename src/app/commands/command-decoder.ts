@@ -13,8 +13,8 @@ import {
   type CommandEnvelope,
 } from "./command-envelope.schema.js";
 
-export const MAX_COMMAND_BYTES = 64 * 1024;
-export const MAX_DATA_BYTES = 16_384;
+const MAX_COMMAND_BYTES = 64 * 1024;
+const MAX_DATA_BYTES = 16_384;
 const DAY_MS = 86_400_000;
 
 /** A message taken from the command stream, before anything is known about it. */
@@ -37,6 +37,11 @@ const KIND_TYPES: Readonly<Record<string, "ScheduleTimer" | "CancelTimer">> = {
 };
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The id (and Nats-Msg-Id) of the CommandRejected for one stream message: a republish is the same event. */
+export function rejectionId(sourceId: string): string {
+  return `rejected:${sourceId}`;
+}
 
 /**
  * Turns the bytes on a command subject into a `TimerCommand`, or into the `CommandRejected` that
@@ -153,7 +158,7 @@ class RejectionContext {
       ok: false,
       type: this.type,
       rejection: {
-        id: `rejected:${this.raw.sourceId}`,
+        id: rejectionId(this.raw.sourceId),
         tenant: this.tenant,
         code,
         reason,

@@ -5,7 +5,8 @@ import type { Logger } from "../logger.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
 import type { CommandType, TimerMetrics } from "../timer-metrics.js";
 import type { TimerStore } from "../timer-store.js";
-import type { CommandDecoder, RawCommand } from "./command-decoder.js";
+import { rejectionId, type CommandDecoder, type RawCommand } from "./command-decoder.js";
+import { UNKNOWN_TENANT } from "./command-text.js";
 
 /** What the broker is to do with one command message; mapped one-to-one onto ack / nak / term. */
 export type CommandSettlement =
@@ -77,7 +78,7 @@ export class TimerCommandProcessor {
       return {
         ok: false,
         type: "unknown",
-        rejection: { id: `rejected:${message.sourceId}`, tenant: "_unknown", code: "INVALID_ENVELOPE", reason: "message could not be decoded", subject: message.subject },
+        rejection: { id: rejectionId(message.sourceId), tenant: UNKNOWN_TENANT, code: "INVALID_ENVELOPE", reason: "message could not be decoded", subject: message.subject },
       };
     }
   }

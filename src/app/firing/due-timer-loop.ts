@@ -1,8 +1,7 @@
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
-import type { TimerStore } from "../timer-store.js";
+import type { DueCursor, TimerStore } from "../timer-store.js";
 import type { DueTimerWorker, PollReport } from "./due-timer-worker.js";
-import type { DueCursor } from "../timer-store.js";
 
 export interface DueTimerLoopDeps {
   readonly worker: DueTimerWorker;

@@ -1,3 +1,4 @@
+import { timerKeyString } from "../../domain/timer.js";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
@@ -119,6 +120,6 @@ export class DueTimerWorker {
 }
 
 function lagsOfMarked(published: readonly DueTimer[], markedKeys: readonly { tenantId: string; serviceCallId: string }[], nowMs: number): number[] {
-  const marked = new Set(markedKeys.map((k) => `${k.tenantId}\u0000${k.serviceCallId}`));
-  return published.filter((t) => marked.has(`${t.tenantId}\u0000${t.serviceCallId}`)).map((t) => (nowMs - t.dueAtMs) / 1000);
+  const marked = new Set(markedKeys.map(timerKeyString));
+  return published.filter((t) => marked.has(timerKeyString(t))).map((t) => (nowMs - t.dueAtMs) / 1000);
 }
