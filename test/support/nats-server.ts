@@ -12,6 +12,8 @@ import { freePort } from "./free-port.js";
  */
 export class NatsServerProcess {
   private child: ChildProcess | undefined;
+  /** Whether the next (re)start enables JetStream; a test may turn it on for a restart. */
+  jetstream = true;
 
   private constructor(
     readonly port: number,
@@ -24,12 +26,13 @@ export class NatsServerProcess {
   }
 
   /** Starts a server on a free port with a fresh store folder. `extraArgs` e.g. ["-c", "conf"]. */
-  static async start(extraArgs: readonly string[] = []): Promise<NatsServerProcess> {
+  static async start(extraArgs: readonly string[] = [], options: { jetstream?: boolean } = {}): Promise<NatsServerProcess> {
     const server = new NatsServerProcess(
       await freePort(),
       mkdtempSync(join(tmpdir(), "timer-nats-")),
       extraArgs,
     );
+    server.jetstream = options.jetstream ?? true;
     await server.restart();
     return server;
   }
@@ -38,7 +41,7 @@ export class NatsServerProcess {
   async restart(): Promise<void> {
     if (this.child !== undefined) throw new Error("nats-server is already running");
     const bin = process.env.NATS_SERVER_BIN ?? "nats-server";
-    const child = spawn(bin, ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.storeDir, ...this.extraArgs], {
+    const child = spawn(bin, [...(this.jetstream ? ["-js"] : []), "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.storeDir, ...this.extraArgs], {
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";
