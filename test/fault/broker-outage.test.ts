@@ -1,10 +1,8 @@
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NatsServerProcess } from "../support/nats-server.js";
-import { TimerServiceProcess } from "../support/timer-service-process.js";
-import { TimerClient } from "../support/timer-client.js";
-import { EventStreamReader } from "../support/event-stream-reader.js";
+import type { TimerClient } from "../support/timer-client.js";
+import type { EventStreamReader } from "../support/event-stream-reader.js";
 import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, until, waitUntilStored, startFaultHarness, type FaultHarness } from "./fault-support.js";
 
 /**
@@ -12,23 +10,16 @@ import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, until, 
  * by itself and then fires every timer that fell due during the outage.
  */
 describe("broker outage", () => {
-  let nats: NatsServerProcess;
-  let service: TimerServiceProcess;
-  let client: TimerClient;
-  let reader: EventStreamReader;
-
-  let harness: FaultHarness | undefined;
+  let harness: FaultHarness;
 
   beforeAll(async () => {
     harness = await startFaultHarness({ TIMER_POLLING_INTERVAL: "500" });
-    ({ nats, service, client, reader } = harness);
   });
 
-  afterAll(async () => {
-    await harness?.dispose();
-  });
+  afterAll(() => harness?.dispose());
 
   it("when the broker is killed and restarted on its store, then /readyz is 503 meanwhile, 200 again by itself, and every timer due during or after the outage fires", async () => {
+    const { nats, service, client, reader } = harness;
     const now = Date.now();
     const duringOutage = planTimers("during", 60, now, 2_000, 3_500);
     const afterOutage = planTimers("after", 20, now, 7_000, 8_000);
@@ -58,6 +49,7 @@ describe("broker outage", () => {
   }, 90_000);
 
   it("when the broker comes back with an empty store, then the service recreates the streams and its consumer, becomes ready, and fires both stored and newly scheduled timers", async () => {
+    const { nats, service, client, reader } = harness;
     const storedBefore = planTimers("stored", 10, Date.now(), 2_000, 3_000);
     await scheduleAll(client, storedBefore);
     await waitUntilStored(client, service, storedBefore.length);

@@ -1,29 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NatsServerProcess } from "../support/nats-server.js";
-import { TimerServiceProcess } from "../support/timer-service-process.js";
-import { TimerClient } from "../support/timer-client.js";
-import { EventStreamReader } from "../support/event-stream-reader.js";
 import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, waitUntilStored, startFaultHarness, type FaultHarness } from "./fault-support.js";
 
 /** CONTRACT §3.8: once a command is acked its effect survives kill -9 of the service. */
 describe("kill -9 after the commands were acked", () => {
-  let nats: NatsServerProcess;
-  let service: TimerServiceProcess;
-  let client: TimerClient;
-  let reader: EventStreamReader;
-
-  let harness: FaultHarness | undefined;
+  let harness: FaultHarness;
 
   beforeAll(async () => {
     harness = await startFaultHarness({ TIMER_POLLING_INTERVAL: "1000" });
-    ({ nats, service, client, reader } = harness);
   });
 
-  afterAll(async () => {
-    await harness?.dispose();
-  });
+  afterAll(() => harness?.dispose());
 
   it("when the service is killed with SIGKILL after acking 300 ScheduleTimer commands, then after a restart on the same database every timer fires, none early", async () => {
+    const { nats, service, client, reader } = harness;
     const timers = planTimers("acked", 300, Date.now(), 2_000, 4_000);
     await scheduleAll(client, timers);
     await waitUntilStored(client, service, timers.length);

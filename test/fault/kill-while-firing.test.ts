@@ -1,9 +1,5 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NatsServerProcess } from "../support/nats-server.js";
-import { TimerServiceProcess } from "../support/timer-service-process.js";
-import { TimerClient } from "../support/timer-client.js";
-import { EventStreamReader } from "../support/event-stream-reader.js";
 import { TENANT, earlyEvents, mismatchedEvents, scheduleAll, storedTimerStates, waitUntilStored, type PlannedTimer, startFaultHarness, type FaultHarness } from "./fault-support.js";
 
 const TIMERS = 2_000;
@@ -13,24 +9,17 @@ const TIMERS = 2_000;
  * once), and the events stream drops the republish by its Nats-Msg-Id (no duplicate stored).
  */
 describe("kill -9 while due timers are being fired", () => {
-  let nats: NatsServerProcess;
-  let service: TimerServiceProcess;
-  let client: TimerClient;
-  let reader: EventStreamReader;
-
-  let harness: FaultHarness | undefined;
+  let harness: FaultHarness;
 
   beforeAll(async () => {
     // Small batches: 2000 timers due at one instant take 40 polls, so a kill lands mid-firing.
     harness = await startFaultHarness({ TIMER_BATCH_SIZE: "50", TIMER_POLLING_INTERVAL: "1000" });
-    ({ nats, service, client, reader } = harness);
   });
 
-  afterAll(async () => {
-    await harness?.dispose();
-  });
+  afterAll(() => harness?.dispose());
 
   it("when the service is killed with SIGKILL mid-firing of 2000 timers due at one instant, then after a restart every timer has fired and no event id is stored twice", async () => {
+    const { nats, service, client, reader } = harness;
     const dueAtMs = Date.now() + 4_000;
     const timers: PlannedTimer[] = Array.from({ length: TIMERS }, (_, i) => ({ serviceCallId: `burst-${i}`, dueAtMs }));
     await scheduleAll(client, timers, { concurrency: 200 });
