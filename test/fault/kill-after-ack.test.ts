@@ -12,7 +12,7 @@ describe("kill -9 after the commands were acked", () => {
   afterAll(() => harness?.dispose());
 
   it("when the service is killed with SIGKILL after acking 300 ScheduleTimer commands, then after a restart on the same database every timer fires, none early", async () => {
-    const { nats, service, client, reader } = harness;
+    const { service, client, reader } = harness;
     const timers = planTimers("acked", 300, Date.now(), 2_000, 4_000);
     await scheduleAll(client, timers);
     await waitUntilStored(client, service, timers.length);

@@ -19,7 +19,7 @@ describe("kill -9 while due timers are being fired", () => {
   afterAll(() => harness?.dispose());
 
   it("when the service is killed with SIGKILL mid-firing of 2000 timers due at one instant, then after a restart every timer has fired and no event id is stored twice", async () => {
-    const { nats, service, client, reader } = harness;
+    const { service, client, reader } = harness;
     const dueAtMs = Date.now() + 4_000;
     const timers: PlannedTimer[] = Array.from({ length: TIMERS }, (_, i) => ({ serviceCallId: `burst-${i}`, dueAtMs }));
     await scheduleAll(client, timers, { concurrency: 200 });

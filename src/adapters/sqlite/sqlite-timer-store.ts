@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import type { DecideCommand, DueCursor, DueTimer, TimerStore } from "../../app/timer-store.js";
-import type { ScheduledTimer, Timer, TimerKey } from "../../domain/timer.js";
+import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
