@@ -150,7 +150,7 @@ export class NatsCommandConsumer {
   private async processBatch(batch: JsMsg[]): Promise<void> {
     let settlements: CommandSettlement[];
     try {
-      settlements = await this.processor.process(batch.map(toDeliveredCommand));
+      settlements = await this.processor.process(batch.map((message) => new JetStreamDeliveredCommand(message)));
     } catch (error) {
       // The processor turns faults into settlements; this is a last resort so the consumer lives on.
       this.options.logger.error({ err: error, messages: batch.length }, "command batch failed; it will be redelivered");
@@ -202,10 +202,6 @@ class JetStreamDeliveredCommand implements DeliveredCommand {
   get deliveryCount(): number {
     return this.message.info.deliveryCount;
   }
-}
-
-function toDeliveredCommand(message: JsMsg): DeliveredCommand {
-  return new JetStreamDeliveredCommand(message);
 }
 
 function settle(message: JsMsg, settlement: CommandSettlement | undefined): void {

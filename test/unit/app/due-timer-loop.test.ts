@@ -2,14 +2,14 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { DueTimerLoop } from "../../../src/app/firing/due-timer-loop.js";
 import { DueTimerWorker } from "../../../src/app/firing/due-timer-worker.js";
-import type { DecideCommand, DueCursor, TimerStore } from "../../../src/app/timer-store.js";
-import type { ScheduledTimer, TimerKey } from "../../../src/domain/timer.js";
+import type { DueCursor, DueTimer } from "../../../src/app/timer-store.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
 import { decideCommand } from "../../../src/domain/timer-rules.js";
 import { dateClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
+import { DelegatingTimerStore } from "../../support/fakes/delegating-timer-store.js";
 
 // Captured before the timers are faked: one real macrotask turn runs every pending microtask, i.e.
 // everything the loop can do without a (fake) timer firing.
@@ -25,16 +25,14 @@ async function advance(ms: number): Promise<void> {
 const INTERVAL = 5_000;
 
 /** A memory store that records when each due-timer query ran, and can fail or stall on demand. */
-class ObservedTimerStore implements TimerStore {
+class ObservedTimerStore extends DelegatingTimerStore {
   /** `Date.now()` (fake time) of every findDue call. */
   readonly reads: number[] = [];
   failReads = 0;
   private heldNextDueAt: ((value: number | null) => void)[] = [];
   holdNextDueAt = false;
 
-  constructor(readonly inner: MemoryTimerStore) {}
-
-  async findDue(nowMs: number, limit: number, after?: DueCursor): Promise<ScheduledTimer[]> {
+  override async findDue(nowMs: number, limit: number, after?: DueCursor): Promise<DueTimer[]> {
     this.reads.push(Date.now());
     if (this.failReads > 0) {
       this.failReads--;
@@ -42,7 +40,7 @@ class ObservedTimerStore implements TimerStore {
     }
     return this.inner.findDue(nowMs, limit, after);
   }
-  async nextDueAt(): Promise<number | null> {
+  override async nextDueAt(): Promise<number | null> {
     if (!this.holdNextDueAt) return this.inner.nextDueAt();
     return new Promise((resolve) => this.heldNextDueAt.push(resolve));
   }
@@ -54,21 +52,6 @@ class ObservedTimerStore implements TimerStore {
   }
   get heldLookups(): number {
     return this.heldNextDueAt.length;
-  }
-  applyCommands(commands: readonly TimerCommand[], decide: DecideCommand) {
-    return this.inner.applyCommands(commands, decide);
-  }
-  markReached(timers: readonly ScheduledTimer[], reachedAtMs: number) {
-    return this.inner.markReached(timers, reachedAtMs);
-  }
-  countScheduled() {
-    return this.inner.countScheduled();
-  }
-  get(key: TimerKey) {
-    return this.inner.get(key);
-  }
-  close() {
-    return this.inner.close();
   }
 }
 

@@ -7,13 +7,14 @@ import {
   type CommandSettlement,
   type DeliveredCommand,
 } from "../../../src/app/commands/timer-command-processor.js";
-import type { DecideCommand, DueCursor, TimerStore } from "../../../src/app/timer-store.js";
-import type { ScheduledTimer, TimerKey } from "../../../src/domain/timer.js";
+import type { DecideCommand, TimerStore } from "../../../src/app/timer-store.js";
+import type { TimerKey } from "../../../src/domain/timer.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
+import { DelegatingTimerStore } from "../../support/fakes/delegating-timer-store.js";
 import {
   cancelEnvelope,
   cancelSubject,
@@ -23,32 +24,13 @@ import {
 } from "../../support/fakes/command-messages.js";
 
 /** A store whose `applyCommands` fails (a transient storage fault) while `failing` is set. */
-class FlakyTimerStore implements TimerStore {
+class FlakyTimerStore extends DelegatingTimerStore {
   failing = true;
   applyCalls = 0;
-  constructor(private readonly inner: TimerStore) {}
-  async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand) {
+  override async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand) {
     this.applyCalls++;
     if (this.failing) throw new Error("SQLITE_BUSY: database is locked");
     return this.inner.applyCommands(commands, decide);
-  }
-  findDue(nowMs: number, limit: number, after?: DueCursor) {
-    return this.inner.findDue(nowMs, limit, after);
-  }
-  markReached(timers: readonly ScheduledTimer[], reachedAtMs: number) {
-    return this.inner.markReached(timers, reachedAtMs);
-  }
-  nextDueAt() {
-    return this.inner.nextDueAt();
-  }
-  countScheduled() {
-    return this.inner.countScheduled();
-  }
-  get(key: TimerKey) {
-    return this.inner.get(key);
-  }
-  close() {
-    return this.inner.close();
   }
 }
 
