@@ -2,8 +2,14 @@
 #   docker build -t timer-service .
 #   docker run -e TIMER_BROKER_URL=nats://nats:4222 -p 8080:8080 -v timer-data:/data timer-service
 
+# Node.js 26 is the Active LTS line (since 2026-10-28, "Lithium"; supported until 2029-04-30); the
+# official image's default Debian for it is 13 "trixie". better-sqlite3 12.10+ lists 26.x in its
+# engines and ships Node 26 prebuilt binaries (linux x64/arm64, glibc). CI tests on Node 20.
+# Override with --build-arg NODE_MAJOR=24 for the previous LTS line.
+ARG NODE_MAJOR=26
+
 # ---- build: compile better-sqlite3 if no prebuilt binary fits, tsc into dist/ ----
-FROM node:22-bookworm-slim AS builder
+FROM node:${NODE_MAJOR}-trixie-slim AS builder
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
@@ -16,7 +22,7 @@ RUN npm ci \
  && npm cache clean --force
 
 # ---- runtime ----
-FROM node:22-bookworm-slim AS runtime
+FROM node:${NODE_MAJOR}-trixie-slim AS runtime
 ENV NODE_ENV=production \
     TIMER_DB_PATH=/data/timer.db \
     TIMER_HTTP_HOST=0.0.0.0 \

@@ -3,6 +3,9 @@
  * (CONTRACT §4). Parsed once at start-up into a frozen object; nothing else reads `process.env`.
  */
 
+import { loadStorageConfig, type StorageConfig } from "./storage-config.js";
+import { parseBrokerUrl, type BrokerUrl, type UrlLogin } from "./adapters/nats/broker-url.js";
+
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -18,9 +21,12 @@ export interface NatsCredentials {
 }
 
 export interface TimerServiceConfig {
+  /** Server URLs without any user part: a login written into TIMER_BROKER_URL is in natsCredentials. */
   readonly brokerUrls: readonly string[];
   readonly natsCredentials: NatsCredentials;
   readonly dbPath: string;
+  /** TIMER_STORE and the Postgres, claim, replica and retention variables (CONTRACT §6–§7). */
+  readonly storage: StorageConfig;
   readonly dbSynchronous: "NORMAL" | "FULL";
   readonly pollingIntervalMs: number;
   readonly batchSize: number;
@@ -82,27 +88,45 @@ function nameToken(env: Env, variable: string, fallback: string): string {
   return value;
 }
 
+/** TIMER_BROKER_URL split into its entries and checked; entries keep any user part they carry. */
 export function loadBrokerUrls(env: Env): string[] {
+  return parseBrokerUrls(env).map((entry) => entry.raw);
+}
+
+interface BrokerUrlEntry extends BrokerUrl {
+  readonly raw: string;
+}
+
+function parseBrokerUrls(env: Env): BrokerUrlEntry[] {
   const variable = "TIMER_BROKER_URL";
-  const urls = text(env, variable, "nats://127.0.0.1:4222")
+  const value = text(env, variable, "nats://127.0.0.1:4222");
+  const urls = value
     .split(",")
     .map((url) => url.trim())
     .filter((url) => url !== "");
   if (urls.length === 0) throw new ConfigError(variable, "must name at least one NATS server");
-  for (const url of urls) {
-    const withScheme = url.includes("://") ? url : `nats://${url}`;
-    let parsed: URL;
-    try {
-      parsed = new URL(withScheme);
-    } catch {
-      throw new ConfigError(variable, `"${url}" is not a URL`);
-    }
+  // A value with an "@" carries a secret, and a password may hold a comma: then any entry may
+  // hold part of it, so errors name the entry by position only.
+  const quote = (url: string, index: number): string => (value.includes("@") ? `entry ${index + 1}` : `"${url}"`);
+  return urls.map((url, index) => {
+    const parsed = parseBrokerUrl(url);
+    if (parsed === undefined) throw new ConfigError(variable, `${quote(url, index)} is not a URL`);
     // The Node transport speaks TCP only; websocket URLs would fail at connect.
     if (!["nats:", "tls:"].includes(parsed.protocol) || parsed.hostname === "") {
-      throw new ConfigError(variable, `"${url}" is not a nats:// or tls:// URL`);
+      throw new ConfigError(variable, `${quote(url, index)} is not a nats:// or tls:// URL`);
     }
+    return { raw: url, server: parsed.server, ...(parsed.login === undefined ? {} : { login: parsed.login }) };
+  });
+}
+
+/** The one login the URLs carry (all that carry one must agree), or undefined. */
+function urlLogin(entries: readonly BrokerUrlEntry[]): UrlLogin | undefined {
+  const logins = entries.flatMap((entry) => (entry.login === undefined ? [] : [entry.login]));
+  const first = logins[0];
+  if (logins.some((login) => JSON.stringify(login) !== JSON.stringify(first))) {
+    throw new ConfigError("TIMER_BROKER_URL", "its URLs carry different logins; give one, or use TIMER_NATS_USER/TIMER_NATS_PASSWORD");
   }
-  return urls;
+  return first;
 }
 
 function hostAddress(env: Env): string {
@@ -132,10 +156,12 @@ export function loadNatsCredentials(env: Env): NatsCredentials {
 
 /** Reads and validates the configuration; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env): TimerServiceConfig {
+  const brokerUrls = parseBrokerUrls(env);
   const config: TimerServiceConfig = {
-    brokerUrls: loadBrokerUrls(env),
+    brokerUrls: brokerUrls.map((entry) => entry.server),
     natsCredentials: loadNatsCredentials(env),
     dbPath: text(env, "TIMER_DB_PATH", "./data/timer.db"),
+    storage: loadStorageConfig(env),
     dbSynchronous: oneOf(env, "TIMER_DB_SYNCHRONOUS", "NORMAL", ["NORMAL", "FULL"] as const, (s) => s.toUpperCase()),
     pollingIntervalMs: integer(env, "TIMER_POLLING_INTERVAL", 5000, 10, 3_600_000),
     batchSize: integer(env, "TIMER_BATCH_SIZE", 100, 1, 10_000),
@@ -153,9 +179,13 @@ export function loadConfig(env: Env): TimerServiceConfig {
   if ((user === undefined) !== (password === undefined)) {
     throw new ConfigError(user === undefined ? "TIMER_NATS_USER" : "TIMER_NATS_PASSWORD", "TIMER_NATS_USER and TIMER_NATS_PASSWORD go together");
   }
-  const logins = (["TIMER_NATS_USER", "TIMER_NATS_TOKEN", "TIMER_NATS_NKEY_SEED", "TIMER_NATS_CREDS_FILE"] as const).filter(
-    (variable) => optional(env, variable) !== undefined,
-  );
+  const login = urlLogin(brokerUrls);
+  const logins = [
+    ...(login === undefined ? [] : ["TIMER_BROKER_URL"]),
+    ...(["TIMER_NATS_USER", "TIMER_NATS_TOKEN", "TIMER_NATS_NKEY_SEED", "TIMER_NATS_CREDS_FILE"] as const).filter(
+      (variable) => optional(env, variable) !== undefined,
+    ),
+  ];
   if (logins.length > 1) throw new ConfigError(logins[1]!, `use one way to log in to NATS, not ${logins.join(" and ")}`);
   if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
     throw new ConfigError(tlsCertFile === undefined ? "TIMER_NATS_TLS_CERT_FILE" : "TIMER_NATS_TLS_KEY_FILE", "the TLS certificate and key go together");
@@ -163,5 +193,10 @@ export function loadConfig(env: Env): TimerServiceConfig {
   if (config.commandsStream === config.eventsStream) {
     throw new ConfigError("TIMER_EVENTS_STREAM", "must differ from TIMER_COMMANDS_STREAM");
   }
-  return Object.freeze({ ...config, brokerUrls: Object.freeze(config.brokerUrls), natsCredentials: Object.freeze(config.natsCredentials) });
+  const natsCredentials = login === undefined ? config.natsCredentials : { ...config.natsCredentials, ...urlCredentials(login) };
+  return Object.freeze({ ...config, brokerUrls: Object.freeze(config.brokerUrls), natsCredentials: Object.freeze(natsCredentials) });
+}
+
+function urlCredentials(login: UrlLogin): NatsCredentials {
+  return "token" in login ? { token: login.token } : { user: login.user, password: login.password };
 }

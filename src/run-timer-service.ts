@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./adapters/logging/pino-logger.js";
 import { systemClock } from "./adapters/clock/system-clock.js";
 import { startTimerService, type RunningTimerService } from "./service.js";
+import { openTimerStore } from "./adapters/open-timer-store.js";
 import { exitWhenParentDies } from "./process/parent-watch.js";
 
 /** Graceful shutdown must end within the contract's 10 s; past this the process exits anyway. */
@@ -47,7 +48,8 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
   if (config.launchedByNpmStart) exitWhenParentDies(logger);
 
   try {
-    service = await startTimerService(config, { logger, clock: systemClock });
+    const store = await openTimerStore(config, logger);
+    service = await startTimerService(config, { store, logger, clock: systemClock });
   } catch (error) {
     logger.fatal({ err: error }, "timer service failed to start");
     process.exit(1);

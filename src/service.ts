@@ -1,12 +1,14 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import type { AddressInfo } from "node:net";
 import type { TimerServiceConfig } from "./config.js";
 import type { Clock } from "./app/clock.js";
 import type { Logger } from "./app/logger.js";
+import type { TimerStore } from "./app/timer-store.js";
 import { CommandDecoder } from "./app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "./app/commands/timer-command-processor.js";
 import { DueTimerWorker } from "./app/firing/due-timer-worker.js";
 import { DueTimerLoop } from "./app/firing/due-timer-loop.js";
-import { openSqliteTimerStore } from "./adapters/sqlite/sqlite-timer-store.js";
 import { PrometheusTimerMetrics } from "./adapters/metrics/prometheus-timer-metrics.js";
 import { HealthHttpServer } from "./adapters/http/health-http-server.js";
 import { NatsBroker } from "./adapters/nats/nats-broker.js";
@@ -16,32 +18,54 @@ import { NatsCommandConsumer } from "./adapters/nats/nats-command-consumer.js";
 
 /** How long a DueTimeReached or CommandRejected publish waits for the stream's ack. */
 const PUBLISH_ACK_TIMEOUT_MS = 5_000;
-const WAL_CHECKPOINT_INTERVAL_MS = 1_000;
-const SQLITE_BUSY_TIMEOUT_MS = 100;
+/** A shared store's pending count changes under other instances too: read it again this often. */
+const SHARED_PENDING_REFRESH_MS = 15_000;
+
+/** What the service runs on; tests pass other adapters (a memory store, a fake clock). */
+export interface TimerServiceAdapters {
+  /** Opened and migrated; the service closes it when it stops. */
+  readonly store: TimerStore;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
 
 export interface RunningTimerService {
   readonly http: AddressInfo;
-  /** Stops consuming, finishes the batch in hand, closes broker and storage. */
+  /** Stops consuming, finishes the batch in hand, releases its claims, closes broker and storage. */
   stop(): Promise<void>;
 }
 
+/** Names this process as the owner of its claims on due timers. */
+function instanceId(): string {
+  return `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+}
+
 /**
- * The composition root: builds the adapters and the application from plain constructors and starts
- * them in dependency order. Storage and HTTP come first so that /healthz answers and /readyz says
- * 503 while the broker is still being reached.
+ * The composition root: builds the application around the given adapters from plain constructors
+ * and starts it in dependency order. HTTP comes first so that /healthz answers and /readyz says 503
+ * while the broker is still being reached. The store is closed when the service stops, or when it
+ * fails to start.
  */
-export async function startTimerService(config: TimerServiceConfig, deps: { logger: Logger; clock: Clock }): Promise<RunningTimerService> {
-  const { logger, clock } = deps;
-  const store = openSqliteTimerStore({
-    path: config.dbPath,
-    synchronous: config.dbSynchronous,
-    // better-sqlite3 waits for a lock on the only thread: a long wait would freeze HTTP and the
-    // broker connection. Short, and the nak-and-redeliver retry does the waiting instead.
-    busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS,
-    backgroundCheckpoint: { intervalMs: WAL_CHECKPOINT_INTERVAL_MS, onError: (message) => logger.warn({ error: message }, "WAL checkpoint failed") },
-  });
+export async function startTimerService(config: TimerServiceConfig, adapters: TimerServiceAdapters): Promise<RunningTimerService> {
+  const { store, logger, clock } = adapters;
+  const owner = instanceId();
   const metrics = new PrometheusTimerMetrics();
-  metrics.setPending(await store.countScheduled());
+  try {
+    metrics.setPending(await store.countScheduled());
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const pendingRefresh =
+    config.storage.store === "postgres"
+      ? setInterval(() => {
+          store.countScheduled().then(
+            (count) => metrics.setPending(count),
+            (error: unknown) => logger.warn({ err: error }, "counting scheduled timers failed"),
+          );
+        }, SHARED_PENDING_REFRESH_MS)
+      : undefined;
+  pendingRefresh?.unref();
 
   let broker: NatsBroker | undefined;
   let consumer: NatsCommandConsumer | undefined;
@@ -64,6 +88,7 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
       onTopologyRecreated: () => void consumer?.restart(),
     });
   } catch (error) {
+    clearInterval(pendingRefresh);
     await http.close();
     await store.close();
     throw error;
@@ -79,7 +104,16 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
     eventsStream: config.eventsStream,
     clock,
   });
-  const worker = new DueTimerWorker({ store, publisher, clock, metrics, logger, batchSize: config.batchSize });
+  const worker = new DueTimerWorker({
+    store,
+    publisher,
+    clock,
+    metrics,
+    logger,
+    batchSize: config.batchSize,
+    owner,
+    claimTtlMs: config.storage.claimTtlMs,
+  });
   loop = new DueTimerLoop({ worker, store, clock, logger, pollingIntervalMs: config.pollingIntervalMs });
   const runningLoop = loop;
   const processor = new TimerCommandProcessor({
@@ -102,7 +136,7 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
   consumer = commandConsumer;
   await commandConsumer.start();
   logger.info(
-    { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, dbPath: config.dbPath },
+    { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, store: config.storage.store, owner },
     "timer service started",
   );
 
@@ -110,8 +144,10 @@ export async function startTimerService(config: TimerServiceConfig, deps: { logg
     http: address,
     async stop() {
       clearInterval(brokerGauge);
+      clearInterval(pendingRefresh);
       await commandConsumer.stop();
       await runningLoop.stop();
+      await store.releaseClaims(owner).catch((error: unknown) => logger.warn({ err: error }, "releasing claims failed; they expire by themselves"));
       await connectedBroker.close();
       acks.close();
       await store.close();

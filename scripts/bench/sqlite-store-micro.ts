@@ -98,7 +98,8 @@ async function fireCase(dir: string, pending: number, template: string | undefin
   let markUs = 0;
   for (let guard = 0; guard < n; guard++) {
     const a = performance.now();
-    const due = await store.findDue(Date.now(), batch);
+    const nowMs = Date.now();
+    const due = await store.claimDue({ nowMs, limit: batch, owner: "bench", leaseUntilMs: nowMs + 30_000 });
     const b = performance.now();
     if (due.length === 0) break;
     await store.markReached(due, Date.now());

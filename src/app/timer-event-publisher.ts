@@ -1,9 +1,10 @@
-/** A timer fired: everything `DueTimeReached` carries (CONTRACT §2). */
+/** A timer fired: everything `DueTimeReached` carries (CONTRACT §2); `lateMs` is reachedAt − dueAt. */
 export interface DueTimeReached {
   readonly tenantId: string;
   readonly serviceCallId: string;
   readonly dueAtMs: number;
   readonly reachedAtMs: number;
+  readonly generation: number;
   /** JSON text of `data`, echoed as is; null → the event has no `data` member. */
   readonly data: string | null;
   readonly correlationId: string | null;

@@ -7,8 +7,10 @@ Usage:
   timer-service schedule --tenant T --id ID (--at WHEN | --in DURATION)
                          [--data JSON] [--correlation-id C]
       Publish a ScheduleTimer. WHEN is ISO 8601 with an offset (2026-12-01T09:00:00Z)
-      or plain words ("tomorrow 9am", "next friday 17:00", local time zone).
-      DURATION is like 30s, 5m, 1h30m, 250ms, 2d.
+      or plain words ("tomorrow 9am", "next friday 17:00", local time zone); a WHEN in
+      the past is sent after a warning (the timer fires at once).
+      DURATION is like 10s, 10 seconds, 5 minutes, 1h30m, 2 days, 250ms, as one
+      argument or several words (--in 1 hour 30 minutes).
 
   timer-service cancel --tenant T --id ID [--correlation-id C]
       Publish a CancelTimer.
@@ -25,6 +27,7 @@ Common options:
 
 Examples:
   timer-service schedule --tenant acme --id invoice-42 --in 30s --data '{"invoice":42}'
+  timer-service schedule --tenant acme --id reminder-7 --in 10 minutes
   timer-service schedule --tenant acme --id standup --at 'tomorrow 9am'
   timer-service cancel --tenant acme --id invoice-42
   timer-service watch --tenant acme

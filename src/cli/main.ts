@@ -8,7 +8,7 @@ import { formatInstant } from "../domain/due-time.js";
 import { isServiceCallId, isTenantId } from "../app/commands/command-text.js";
 import { natsConnectionOptions } from "../adapters/nats/nats-connection.js";
 import { USAGE } from "./cli-usage.js";
-import { parseAt, parseDuration } from "./when.js";
+import { formatDuration, joinDurationWords, parseAt, parseDuration } from "./when.js";
 
 /** A wrong flag or value: printed with a hint, exit code 2. */
 class UsageError extends Error {
@@ -32,7 +32,7 @@ type Flags = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositio
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: joinDurationWords(argv), options: OPTIONS, allowPositionals: true, strict: true });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -100,7 +100,7 @@ function dueAtFrom(flags: Flags, nowMs: number): number {
   if ((flags.at === undefined) === (flags.in === undefined)) throw new UsageError("give exactly one of --at or --in");
   if (flags.in !== undefined) {
     const ms = parseDuration(flags.in);
-    if (ms === undefined) throw new UsageError(`--in "${flags.in}" is not a duration like 30s, 5m, 1h30m`);
+    if (ms === undefined) throw new UsageError(`--in "${flags.in}" is not a duration like 10s, "10 seconds", "5 minutes", 1h30m, "2 days"`);
     return nowMs + ms;
   }
   const at = parseAt(flags.at!, nowMs);
@@ -138,8 +138,13 @@ async function publishCommand(flags: Flags, kind: "schedule" | "cancel", payload
 async function schedule(flags: Flags): Promise<number> {
   const tenantId = required(flags, "tenant");
   const serviceCallId = required(flags, "id");
-  const dueAt = formatInstant(dueAtFrom(flags, Date.now()));
+  const nowMs = Date.now();
+  const dueAtMs = dueAtFrom(flags, nowMs);
+  const dueAt = formatInstant(dueAtMs);
   const data = dataFrom(flags);
+  if (flags.at !== undefined && dueAtMs < nowMs) {
+    process.stderr.write(`timer-service: warning: --at ${dueAt} is ${formatDuration(nowMs - dueAtMs)} in the past; the timer fires as soon as the service reads the command\n`);
+  }
   const envelope = await publishCommand(flags, "schedule", { tenantId, serviceCallId, dueAt, ...(data === undefined ? {} : { data }) }, tenantId);
   process.stdout.write(`${JSON.stringify(envelope)}\n`);
   return 0;

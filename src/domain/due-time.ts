@@ -59,9 +59,11 @@ export function formatInstant(epochMs: number): string {
 }
 
 /**
- * The id of the `DueTimeReached` for one firing of a timer. It is the same for every republish of
- * that firing, so the event stream's duplicate window drops a republish after a crash.
+ * The id of the event for one firing of one version of a timer (CONTRACT §2):
+ * `{tenantId}:{serviceCallId}:{dueAtMs}:{generation}`. It is the same for every republish of that
+ * firing, so the event stream's duplicate window drops a republish after a crash, while a
+ * reschedule that keeps dueAt but changes the timer is a new message.
  */
-export function dueEventId(tenantId: string, serviceCallId: string, dueAtMs: number): string {
-  return `${tenantId}:${serviceCallId}:${dueAtMs}`;
+export function dueEventId(tenantId: string, serviceCallId: string, dueAtMs: number, generation: number): string {
+  return `${tenantId}:${serviceCallId}:${dueAtMs}:${generation}`;
 }

@@ -29,7 +29,19 @@ function newTimer(
   nowMs: number,
 ): Timer {
   const { tenantId, serviceCallId, timestampMs } = command;
-  return { tenantId, serviceCallId, state, dueAtMs, data, correlationId, commandTs: timestampMs, registeredAtMs: nowMs, reachedAtMs: null, updatedAtMs: nowMs };
+  return {
+    tenantId,
+    serviceCallId,
+    state,
+    dueAtMs,
+    data,
+    correlationId,
+    commandTs: timestampMs,
+    generation: 1,
+    registeredAtMs: nowMs,
+    reachedAtMs: null,
+    updatedAtMs: nowMs,
+  };
 }
 
 function decideSchedule(current: Timer | undefined, command: ScheduleTimerCommand, nowMs: number): CommandDecision {
@@ -57,6 +69,8 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
       data: command.data,
       correlationId: command.correlationId,
       commandTs: command.timestampMs,
+      // Re-arming or changing what fires makes a new version: its event gets a new id (§2).
+      generation: current.generation + 1,
       reachedAtMs: null,
       updatedAtMs: nowMs,
     },

@@ -1,4 +1,7 @@
-/** The lifecycle of a timer. `Reached` and a `Cancelled` that is never re-armed are final. */
+/**
+ * The lifecycle of a timer (CONTRACT §3). `Reached` is final; a `Cancelled` timer is final unless a
+ * newer `ScheduleTimer` re-arms it.
+ */
 export type TimerState = "Scheduled" | "Reached" | "Cancelled";
 
 /** A timer is identified by its tenant and the caller's id; tenants never see each other's timers. */
@@ -19,6 +22,9 @@ export function timerKeyString(key: TimerKey): string {
  * is echoed byte-for-byte in `DueTimeReached` without being parsed again.
  * `dueAtMs` is null only for a tombstone: a `CancelTimer` for a key that was never scheduled.
  * `commandTs` is the largest `timestampMs` of the commands applied to the timer (CONTRACT §3.2).
+ * `generation` is 1 when the timer is created and grows by one each time a command changes what it
+ * fires (due time, data, correlationId) or re-arms it (CONTRACT §10); it names one version of the
+ * timer in event ids and guards the mark after publishing (§3.1).
  */
 export interface Timer extends TimerKey {
   readonly state: TimerState;
@@ -26,6 +32,7 @@ export interface Timer extends TimerKey {
   readonly data: string | null;
   readonly correlationId: string | null;
   readonly commandTs: number;
+  readonly generation: number;
   readonly registeredAtMs: number;
   readonly reachedAtMs: number | null;
   readonly updatedAtMs: number;

@@ -81,9 +81,13 @@ describe("timer-service CLI", () => {
   it("when a timer is cancelled with the CLI, then it never fires while a later one does", async () => {
     const watcher = new Watcher(["--tenant", "cli2"], env);
     await watcher.ready();
-    expect((await runCli(["schedule", "--tenant", "cli2", "--id", "doomed", "--in", "1s"], env)).code).toBe(0);
+    // Absolute due times with room for two CLI runs (each a Node start and a connect) on a loaded machine.
+    const start = Date.now();
+    const at = (ms: number): string => new Date(start + ms).toISOString();
+    expect((await runCli(["schedule", "--tenant", "cli2", "--id", "doomed", "--at", at(5_000)], env)).code).toBe(0);
     expect((await runCli(["cancel", "--tenant", "cli2", "--id", "doomed"], env)).code).toBe(0);
-    expect((await runCli(["schedule", "--tenant", "cli2", "--id", "barrier", "--in", "1500ms"], env)).code).toBe(0);
+    expect(Date.now() - start, "the cancel was sent before the timer was due").toBeLessThan(5_000);
+    expect((await runCli(["schedule", "--tenant", "cli2", "--id", "barrier", "--at", at(5_500)], env)).code).toBe(0);
     await watcher.next((l) => l.includes('"serviceCallId":"barrier"'));
     expect(watcher.lines.some((l) => l.includes('"serviceCallId":"doomed"'))).toBe(false);
     watcher.stop();
@@ -99,10 +103,54 @@ describe("timer-service CLI", () => {
     expect(dueAt - Date.now()).toBeLessThan(2 * 86_400_000);
   });
 
+  it("when --in is written in words, as one argument or several, then the dueAt is that far ahead", async () => {
+    const cases: [string[], number][] = [
+      [["--in", "10", "seconds"], 10_000],
+      [["--in", "10 seconds"], 10_000],
+      [["--in", "10s"], 10_000],
+      [["--in", "5", "minutes"], 300_000],
+      [["--in", "1h30m"], 5_400_000],
+      [["--in", "1", "hour", "30", "minutes"], 5_400_000],
+      [["--in", "2", "days"], 172_800_000],
+    ];
+    for (const [inArgs, ms] of cases) {
+      const before = Date.now();
+      const result = await runCli(["schedule", ...inArgs, "--tenant", "cli", "--id", `in-words-${ms}`], env);
+      expect(result.code, `${inArgs.join(" ")}: ${result.stderr}`).toBe(0);
+      const dueAt = Date.parse(JSON.parse(result.stdout).payload.dueAt);
+      expect(dueAt - before, inArgs.join(" ")).toBeGreaterThanOrEqual(ms);
+      expect(dueAt - before, inArgs.join(" ")).toBeLessThan(ms + 30_000);
+      expect(result.stderr).not.toMatch(/warning/);
+    }
+  });
+
+  it("when --at is in the past, then a warning is printed before the command is sent, and it still fires", async () => {
+    const watcher = new Watcher(["--tenant", "cli3"], env);
+    await watcher.ready();
+    const result = await runCli(["schedule", "--tenant", "cli3", "--id", "late", "--at", "2020-01-01T00:00:00Z"], env);
+    expect(result.code).toBe(0);
+    const warning = result.stderr.indexOf("warning: --at 2020-01-01T00:00:00.000Z is ");
+    expect(warning, result.stderr).toBeGreaterThanOrEqual(0);
+    expect(result.stderr).toMatch(/in the past; the timer fires as soon as the service reads the command/);
+    expect(warning).toBeLessThan(result.stderr.indexOf("published ScheduleTimer"));
+    expect(JSON.parse(result.stdout).payload.dueAt).toBe("2020-01-01T00:00:00.000Z");
+    const line = await watcher.next((l) => l.includes('"serviceCallId":"late"'));
+    expect(JSON.parse(line)).toMatchObject({ type: "DueTimeReached", payload: { serviceCallId: "late" } });
+    watcher.stop();
+  });
+
+  it("when --at is in the future, then no warning is printed", async () => {
+    const result = await runCli(["schedule", "--tenant", "cli", "--id", "future", "--at", new Date(Date.now() + 2 * 86_400_000).toISOString()], env);
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toMatch(/warning/);
+  });
+
   it("when a flag is wrong, then the CLI exits 2 naming the problem", async () => {
     const cases: [string[], RegExp][] = [
       [["schedule", "--tenant", "cli", "--in", "5s"], /--id is required/],
       [["schedule", "--tenant", "cli", "--id", "x", "--in", "5 parsecs"], /--in/],
+      [["schedule", "--tenant", "cli", "--id", "x", "--in", "10"], /--in "10" is not a duration/],
+      [["schedule", "--tenant", "cli", "--id", "x", "--in", "5", "parsecs"], /unexpected argument "parsecs"/],
       [["schedule", "--tenant", "cli", "--id", "x", "--at", "whenever-ish zzz"], /--at/],
       [["schedule", "--tenant", "cli", "--id", "x", "--in", "1s", "--at", "tomorrow"], /exactly one of --at or --in/],
       [["schedule", "--tenant", "bad tenant!", "--id", "x", "--in", "1s"], /--tenant/],

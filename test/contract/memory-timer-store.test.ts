@@ -3,5 +3,5 @@ import { describeTimerStoreContract } from "./timer-store.contract.js";
 
 describeTimerStoreContract("MemoryTimerStore", async () => {
   const store = new MemoryTimerStore();
-  return { store, cleanup: () => store.close() };
+  return { store, cleanup: () => store.close(), recordsClaims: true };
 });

@@ -62,7 +62,7 @@ describe("SqliteTimerStore database file", () => {
     const second = open(path);
 
     expect(await second.countScheduled()).toBe(1);
-    expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: 1 });
+    expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: 3 });
   });
 
   it("when migrationsFolder is given, then the migrations are read from there", () => {

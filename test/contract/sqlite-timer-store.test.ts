@@ -18,5 +18,5 @@ describeTimerStoreContract("SqliteTimerStore", async () => {
     for (const each of opened) await each.close();
     rmSync(folder, { recursive: true, force: true });
   };
-  return { store, reopen, cleanup };
+  return { store, reopen, cleanup, recordsClaims: false };
 });

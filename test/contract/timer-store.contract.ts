@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { DecideCommand, DueTimer, TimerStore } from "../../src/app/timer-store.js";
+import type { DecideCommand, DueCursor, DueTimer, TimerStore } from "../../src/app/timer-store.js";
 import type { TimerKey } from "../../src/domain/timer.js";
 import type { CancelTimerCommand, ScheduleTimerCommand, TimerCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
@@ -8,11 +8,18 @@ import { decideCommand } from "../../src/domain/timer-rules.js";
 export interface TimerStoreHarness {
   readonly store: TimerStore;
   readonly reopen?: () => Promise<TimerStore>;
+  /**
+   * Whether the store records claims (a store several instances share; memory as the reference).
+   * A store only one instance can use may skip them; the claim cases then do not apply.
+   */
+  readonly recordsClaims: boolean;
   readonly cleanup: () => Promise<void>;
 }
 
 const NOW = 1_764_108_000_000;
 const TENANT = "acme";
+const OWNER = "instance-a";
+const CLAIM_TTL_MS = 30_000;
 
 const decideAt =
   (nowMs: number): DecideCommand =>
@@ -52,10 +59,12 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
 
     const apply = (...commands: TimerCommand[]) => store.applyCommands(commands, decideAt(NOW));
     const key = (serviceCallId: string, tenantId = TENANT): TimerKey => ({ tenantId, serviceCallId });
+    const claim = (nowMs: number, limit: number, after?: DueCursor, owner = OWNER): Promise<DueTimer[]> =>
+      store.claimDue({ nowMs, limit, owner, leaseUntilMs: nowMs + CLAIM_TTL_MS, ...(after === undefined ? {} : { after }) });
 
     /** Fires the timers due at `nowMs` as the poller does: read, then mark. */
     async function fireDue(nowMs: number): Promise<TimerKey[]> {
-      return store.markReached(await store.findDue(nowMs, 1000), nowMs);
+      return store.markReached(await claim(nowMs, 1000), nowMs, OWNER);
     }
 
     describe("applyCommands", () => {
@@ -74,6 +83,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           data: '{"a":1}',
           correlationId: "req-1",
           commandTs: 7,
+          generation: 1,
           registeredAtMs: NOW,
           reachedAtMs: null,
           updatedAtMs: NOW,
@@ -96,8 +106,8 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           registeredAtMs: NOW,
           updatedAtMs: NOW + 10,
         });
-        expect(await store.findDue(NOW + 150, 10)).toEqual([]);
-        expect((await store.findDue(NOW + 200, 10)).map(keyOf)).toEqual([key("call-1")]);
+        expect(await claim(NOW + 150, 10)).toEqual([]);
+        expect((await claim(NOW + 200, 10)).map(keyOf)).toEqual([key("call-1")]);
       });
 
       it("when commands for one key come in one call, then each sees the effect of the ones before", async () => {
@@ -156,6 +166,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           data: "2",
           correlationId: "d",
           commandTs: 3,
+          generation: 9,
           registeredAtMs: NOW + 4,
           reachedAtMs: NOW + 5,
           updatedAtMs: NOW + 6,
@@ -198,7 +209,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
 
         expect(await store.get(key("shared", "acme"))).toMatchObject({ state: "Cancelled", dueAtMs: NOW + 1 });
         expect(await store.get(key("shared", "globex"))).toMatchObject({ state: "Scheduled", dueAtMs: NOW + 2 });
-        expect((await store.findDue(NOW + 10, 10)).map(keyOf)).toEqual([key("shared", "globex")]);
+        expect((await claim(NOW + 10, 10)).map(keyOf)).toEqual([key("shared", "globex")]);
       });
 
       it("when a CancelTimer names an unknown key, then a tombstone without dueAt round trips", async () => {
@@ -212,11 +223,12 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           data: null,
           correlationId: null,
           commandTs: 10,
+          generation: 1,
           registeredAtMs: NOW,
           reachedAtMs: null,
           updatedAtMs: NOW,
         });
-        expect(await store.findDue(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+        expect(await claim(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
         expect(await store.nextDueAt()).toBeNull();
 
         await apply(schedule("ghost", NOW, { timestampMs: 11 }));
@@ -224,7 +236,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       });
     });
 
-    describe("findDue", () => {
+    describe("claimDue", () => {
       it("when timers are due, then they come ordered by dueAt, then tenant, then serviceCallId", async () => {
         await apply(
           schedule("x", NOW - 10, { tenantId: "t-b" }),
@@ -234,7 +246,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           schedule("z", NOW - 20, { tenantId: "t-b" }),
         );
 
-        const due = await store.findDue(NOW, 10);
+        const due = await claim(NOW, 10);
 
         expect(due.map((t) => `${t.dueAtMs - NOW}/${t.tenantId}/${t.serviceCallId}`)).toEqual([
           "-20/t-b/z",
@@ -249,7 +261,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         const ids = ["😀", "\uFFFD", "z", "\uE000", "é", "😀a"];
         await apply(...ids.map((id) => schedule(id, NOW)));
 
-        const due = await store.findDue(NOW, 10);
+        const due = await claim(NOW, 10);
 
         expect(due.map((t) => t.serviceCallId)).toEqual(["z", "é", "\uE000", "\uFFFD", "😀", "😀a"]);
       });
@@ -257,7 +269,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       it("when more timers are due than the limit, then only the first `limit` are returned", async () => {
         await apply(...[5, 3, 1, 4, 2].map((n) => schedule(`call-${n}`, NOW - 10 + n)));
 
-        const due = await store.findDue(NOW, 3);
+        const due = await claim(NOW, 3);
 
         expect(due.map((t) => t.serviceCallId)).toEqual(["call-1", "call-2", "call-3"]);
       });
@@ -271,14 +283,14 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         const seen: DueTimer[] = [];
         for (;;) {
           const last = seen.at(-1);
-          const page = await store.findDue(NOW, 4, last);
+          const page = await claim(NOW, 4, last);
           seen.push(...page);
           if (page.length < 4) break;
         }
 
         const ids = seen.map((t) => `${t.tenantId}/${t.serviceCallId}`);
         expect(new Set(ids).size).toBe(23);
-        expect(seen).toEqual(await store.findDue(NOW, 100));
+        expect(seen).toEqual(await claim(NOW, 100));
       });
 
       it("when a timer is Reached, Cancelled or not yet due, then it is left out; one due now is in", async () => {
@@ -291,7 +303,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           schedule("overdue", NOW - 1),
         );
 
-        const due = await store.findDue(NOW, 10);
+        const due = await claim(NOW, 10);
 
         expect(due.map((t) => t.serviceCallId)).toEqual(["overdue", "due-now"]);
       });
@@ -300,9 +312,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
     describe("markReached", () => {
       it("when due timers are marked, then they are Reached at reachedAt and no longer due", async () => {
         await apply(schedule("call-1", NOW - 10, { data: '{"x":1}', correlationId: "req-1" }), schedule("call-2", NOW));
-        const due = await store.findDue(NOW, 10);
+        const due = await claim(NOW, 10);
 
-        const marked = await store.markReached(due, NOW + 7);
+        const marked = await store.markReached(due, NOW + 7, OWNER);
 
         expect(marked).toEqual([key("call-1"), key("call-2")]);
         expect(await store.get(key("call-1"))).toMatchObject({
@@ -313,7 +325,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           reachedAtMs: NOW + 7,
           updatedAtMs: NOW + 7,
         });
-        expect(await store.findDue(NOW + 1000, 10)).toEqual([]);
+        expect(await claim(NOW + 1000, 10)).toEqual([]);
         expect(await store.countScheduled()).toBe(0);
       });
 
@@ -325,7 +337,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           schedule("cancelled", NOW, { data: "1", correlationId: "c" }),
           schedule("unchanged", NOW, { data: "1", correlationId: "c" }),
         );
-        const due = await store.findDue(NOW, 10);
+        const due = await claim(NOW, 10);
         await apply(
           schedule("moved", NOW - 1, { data: "1", correlationId: "c", timestampMs: 2 }),
           schedule("new-data", NOW, { data: "2", correlationId: "c", timestampMs: 2 }),
@@ -333,7 +345,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           cancel("cancelled", { timestampMs: 2 }),
         );
 
-        const marked = await store.markReached(due, NOW + 1);
+        const marked = await store.markReached(due, NOW + 1, OWNER);
 
         expect(marked).toEqual([key("unchanged")]);
         expect(await store.get(key("moved"))).toMatchObject({ state: "Scheduled", dueAtMs: NOW - 1 });
@@ -346,7 +358,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       it("when a timer without data and correlationId is marked, then it is Reached", async () => {
         await apply(schedule("bare", NOW));
 
-        const marked = await store.markReached(await store.findDue(NOW, 10), NOW);
+        const marked = await store.markReached(await claim(NOW, 10), NOW, OWNER);
 
         expect(marked).toEqual([key("bare")]);
         expect(await store.get(key("bare"))).toMatchObject({ state: "Reached", data: null, correlationId: null });
@@ -354,11 +366,86 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
 
       it("when a timer is marked twice, then the second call marks nothing and keeps the first reachedAt", async () => {
         await apply(schedule("call-1", NOW));
-        const due = await store.findDue(NOW, 10);
-        await store.markReached(due, NOW + 1);
+        const due = await claim(NOW, 10);
+        await store.markReached(due, NOW + 1, OWNER);
 
-        expect(await store.markReached(due, NOW + 2)).toEqual([]);
+        expect(await store.markReached(due, NOW + 2, OWNER)).toEqual([]);
         expect(await store.get(key("call-1"))).toMatchObject({ state: "Reached", reachedAtMs: NOW + 1 });
+      });
+    });
+
+    describe("generation", () => {
+      it("when a timer is created, changed, re-sent, cancelled and re-armed, then its generation counts the versions", async () => {
+        await apply(schedule("call-1", NOW + 100, { timestampMs: 1 }));
+        expect((await store.get(key("call-1")))?.generation).toBe(1);
+
+        await apply(schedule("call-1", NOW + 100, { data: '{"v":2}', timestampMs: 2 }));
+        await apply(schedule("call-1", NOW + 100, { data: '{"v":2}', timestampMs: 3 }));
+        expect(await store.get(key("call-1"))).toMatchObject({ generation: 2, commandTs: 3 });
+
+        await apply(cancel("call-1", { timestampMs: 4 }));
+        expect(await store.get(key("call-1"))).toMatchObject({ state: "Cancelled", generation: 2 });
+
+        await apply(schedule("call-1", NOW + 100, { data: '{"v":2}', timestampMs: 5 }));
+        expect(await store.get(key("call-1"))).toMatchObject({ state: "Scheduled", generation: 3 });
+        expect((await claim(NOW + 100, 10)).map((t) => t.generation)).toEqual([3]);
+      });
+
+      it("when the same dueAt is read at one generation and marked at another, then it is not marked", async () => {
+        await apply(schedule("call-1", NOW, { data: "1", timestampMs: 1 }));
+        const [read] = await claim(NOW, 10);
+
+        const marked = await store.markReached([{ ...read!, generation: read!.generation + 1 }], NOW, OWNER);
+
+        expect(marked).toEqual([]);
+        expect(await store.get(key("call-1"))).toMatchObject({ state: "Scheduled" });
+      });
+    });
+
+    describe("claims", () => {
+      const OTHER = "instance-b";
+
+      it("when one owner has claimed due timers, then another owner's claim does not get them", async (context) => {
+        if (!harness.recordsClaims) return context.skip("the store serves one instance only");
+        await apply(schedule("a", NOW - 2), schedule("b", NOW - 1), schedule("c", NOW));
+        const first = await claim(NOW, 2);
+
+        const second = await claim(NOW, 10, undefined, OTHER);
+
+        expect(first.map((t) => t.serviceCallId)).toEqual(["a", "b"]);
+        expect(second.map((t) => t.serviceCallId)).toEqual(["c"]);
+      });
+
+      it("when a claim has expired, then another owner takes it over and the first owner's mark is refused", async (context) => {
+        if (!harness.recordsClaims) return context.skip("the store serves one instance only");
+        await apply(schedule("a", NOW));
+        const stale = await claim(NOW, 10);
+
+        const takenOver = await claim(NOW + CLAIM_TTL_MS + 1, 10, undefined, OTHER);
+
+        expect(takenOver.map((t) => t.serviceCallId)).toEqual(["a"]);
+        expect(await store.markReached(stale, NOW + CLAIM_TTL_MS + 2, OWNER)).toEqual([]);
+        expect(await store.markReached(takenOver, NOW + CLAIM_TTL_MS + 2, OTHER)).toEqual([key("a")]);
+      });
+
+      it("when an owner releases its claims, then another owner can claim the timers at once", async (context) => {
+        if (!harness.recordsClaims) return context.skip("the store serves one instance only");
+        await apply(schedule("a", NOW), schedule("b", NOW));
+        await claim(NOW, 10);
+
+        await store.releaseClaims(OWNER, [key("a")]);
+        expect((await claim(NOW, 10, undefined, OTHER)).map((t) => t.serviceCallId)).toEqual(["a"]);
+        await store.releaseClaims(OWNER);
+        expect((await claim(NOW, 10, undefined, OTHER)).map((t) => t.serviceCallId)).toEqual(["a", "b"]);
+      });
+
+      it("when claims are released by an owner that holds none, then nothing changes", async () => {
+        await apply(schedule("a", NOW));
+        await claim(NOW, 10);
+
+        await store.releaseClaims(OTHER);
+
+        expect((await claim(NOW, 10)).map((t) => t.serviceCallId)).toEqual(["a"]);
       });
     });
 
@@ -408,7 +495,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect((await store.get(key("unicode")))?.data).toBe(unicode);
         expect((await store.get(key("spaced")))?.data).toBe(spaced);
         expect((await store.get(key("large")))?.data).toBe(large);
-        expect((await store.findDue(NOW, 10)).map((t) => t.data)).toEqual([large, spaced, unicode]);
+        expect((await claim(NOW, 10)).map((t) => t.data)).toEqual([large, spaced, unicode]);
       });
 
       it("when a serviceCallId is 256 code points with emoji, then it round trips through every method", async () => {
@@ -417,9 +504,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         await apply(schedule(longId, NOW, { correlationId: "ß".repeat(128) }));
 
         expect((await store.get(key(longId)))?.serviceCallId).toBe(longId);
-        const due = await store.findDue(NOW, 10);
+        const due = await claim(NOW, 10);
         expect(due.map((t) => t.serviceCallId)).toEqual([longId]);
-        expect(await store.markReached(due, NOW)).toEqual([key(longId)]);
+        expect(await store.markReached(due, NOW, OWNER)).toEqual([key(longId)]);
         expect(await store.get(key(longId))).toMatchObject({ state: "Reached", correlationId: "ß".repeat(128) });
       });
     });
@@ -445,7 +532,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect(await Promise.all(keys.map((k) => store.get(k)))).toEqual(before);
         expect(await store.nextDueAt()).toBe(NOW + 100);
         expect(await store.countScheduled()).toBe(1);
-        expect((await store.findDue(NOW + 100, 10)).map(keyOf)).toEqual([key("scheduled")]);
+        expect((await claim(NOW + 100, 10)).map(keyOf)).toEqual([key("scheduled")]);
       });
 
       it("when the store is closed, then further calls fail and closing again is harmless", async () => {

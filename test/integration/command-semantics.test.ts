@@ -58,7 +58,9 @@ describe("command semantics", () => {
 
     const event = await client.waitForDue(tenantId, id);
     expect(event.body.payload.dueAt).toBe(new Date(secondDueMs).toISOString());
-    expect(event.body.id).toBe(`${tenantId}:${id}:${secondDueMs}`);
+    // The second schedule changed the timer: generation 2.
+    expect(event.body.id).toBe(`${tenantId}:${id}:${secondDueMs}:2`);
+    expect(event.body.payload.generation).toBe(2);
     expect(event.body.payload.data).toEqual({ v: 2 });
     expect(event.body.correlationId).toBe("c-2");
     expect(event.receivedAtMs).toBeGreaterThanOrEqual(secondDueMs);

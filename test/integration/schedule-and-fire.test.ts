@@ -50,7 +50,7 @@ describe("schedule and fire (default polling interval)", () => {
 
     const event = await client.waitForDue(tenantId, serviceCallId);
     const { body } = event;
-    const expectedId = `${tenantId}:${serviceCallId}:${dueAtMs}`;
+    const expectedId = `${tenantId}:${serviceCallId}:${dueAtMs}:1`;
     expect(event.subject).toBe(`timer.events.due.${tenantId}`);
     expect(Object.keys(body).sort()).toEqual(["correlationId", "id", "payload", "tenantId", "timestampMs", "type"]);
     expect(body.id).toBe(expectedId);
@@ -63,7 +63,10 @@ describe("schedule and fire (default polling interval)", () => {
     expect(body.timestampMs).toBeLessThanOrEqual(event.receivedAtMs);
 
     const payload = body.payload;
-    expect(Object.keys(payload).sort()).toEqual(["data", "dueAt", "reachedAt", "serviceCallId", "tenantId"]);
+    expect(Object.keys(payload).sort()).toEqual(["data", "dueAt", "generation", "lateMs", "reachedAt", "serviceCallId", "tenantId"]);
+    expect(payload.generation).toBe(1);
+    expect(payload.lateMs).toBe(Date.parse(payload.reachedAt) - dueAtMs);
+    expect(payload.lateMs).toBeGreaterThanOrEqual(0);
     expect(payload.tenantId).toBe(tenantId);
     expect(payload.serviceCallId).toBe(serviceCallId);
     expect(payload.dueAt).toBe(new Date(dueAtMs).toISOString());
@@ -107,7 +110,7 @@ describe("schedule and fire (default polling interval)", () => {
       const { body } = await client.waitForDue(tenantId, serviceCallId);
       expect(body, serviceCallId).not.toHaveProperty("correlationId");
       expect(body.payload, serviceCallId).not.toHaveProperty("data");
-      expect(Object.keys(body.payload).sort()).toEqual(["dueAt", "reachedAt", "serviceCallId", "tenantId"]);
+      expect(Object.keys(body.payload).sort()).toEqual(["dueAt", "generation", "lateMs", "reachedAt", "serviceCallId", "tenantId"]);
     }
   });
 
@@ -129,8 +132,8 @@ describe("schedule and fire (default polling interval)", () => {
     for (const c of cases) {
       const event = await client.waitForDue(tenantId, c.id);
       expect(event.body.payload.dueAt, c.dueAt).toBe(new Date(c.expectedMs).toISOString());
-      expect(event.body.id, c.dueAt).toBe(`${tenantId}:${c.id}:${c.expectedMs}`);
-      expect(event.msgId, c.dueAt).toBe(`${tenantId}:${c.id}:${c.expectedMs}`);
+      expect(event.body.id, c.dueAt).toBe(`${tenantId}:${c.id}:${c.expectedMs}:1`);
+      expect(event.msgId, c.dueAt).toBe(`${tenantId}:${c.id}:${c.expectedMs}:1`);
       expect(event.receivedAtMs, `${c.dueAt} arrived early`).toBeGreaterThanOrEqual(c.expectedMs);
       expect(Date.parse(event.body.payload.reachedAt), `${c.dueAt} reached early`).toBeGreaterThanOrEqual(c.expectedMs);
     }
@@ -148,7 +151,7 @@ describe("schedule and fire (default polling interval)", () => {
     console.info(`past-due timer fired ${latency} ms after publish`);
     expect(latency).toBeLessThan(1_000);
     expect(event.body.payload.dueAt).toBe(dueAt);
-    expect(event.body.id).toBe(`${tenantId}:${serviceCallId}:${Date.parse(dueAt)}`);
+    expect(event.body.id).toBe(`${tenantId}:${serviceCallId}:${Date.parse(dueAt)}:1`);
   });
 
   it("when timers are due soon, then none fires early (neither received nor reachedAt before dueAt)", async () => {
@@ -199,7 +202,7 @@ describe("schedule and fire (default polling interval)", () => {
     await client.publishRaw(`timer.commands.schedule.${tenantId}`, JSON.stringify({ tenantId, serviceCallId, dueAt, data: { bare: true } }));
 
     const { body } = await client.waitForDue(tenantId, serviceCallId);
-    expect(body.id).toBe(`${tenantId}:${serviceCallId}:${Date.parse(dueAt)}`);
+    expect(body.id).toBe(`${tenantId}:${serviceCallId}:${Date.parse(dueAt)}:1`);
     expect(body.payload.data).toEqual({ bare: true });
     expect(body).not.toHaveProperty("correlationId");
   });

@@ -13,18 +13,35 @@ interface Instruction {
   readonly args: string;
 }
 
-/** Instructions per stage (continuation lines joined, comments dropped). */
-function stages(dockerfile: string): Instruction[][] {
+/** Continuation lines joined, comments dropped. */
+function instructions(dockerfile: string): Instruction[] {
   const joined = dockerfile
     .split("\n")
     .filter((line) => !/^\s*#/.test(line))
     .join("\n")
     .replace(/\\\n/g, " ");
-  const result: Instruction[][] = [];
-  for (const line of joined.split("\n")) {
+  return joined.split("\n").flatMap((line) => {
     const match = /^\s*([A-Z]+)\s+(.*)$/.exec(line);
-    if (match === null) continue;
-    const instruction = { keyword: match[1]!, args: match[2]!.trim() };
+    return match === null ? [] : [{ keyword: match[1]!, args: match[2]!.trim() }];
+  });
+}
+
+/** Global ARGs (before the first FROM) with their defaults substituted into `text`. */
+function expandGlobalArgs(all: readonly Instruction[], text: string): string {
+  const firstFrom = all.findIndex((i) => i.keyword === "FROM");
+  const args = new Map(
+    all
+      .slice(0, firstFrom)
+      .filter((i) => i.keyword === "ARG")
+      .map((i) => i.args.split("=") as [string, string]),
+  );
+  return text.replace(/\$\{(\w+)\}|\$(\w+)/g, (_, braced?: string, bare?: string) => args.get((braced ?? bare)!) ?? "");
+}
+
+/** Instructions per stage; global ARGs (before the first FROM) are left out. */
+function stages(dockerfile: string): Instruction[][] {
+  const result: Instruction[][] = [];
+  for (const instruction of instructions(dockerfile)) {
     if (instruction.keyword === "FROM") result.push([]);
     result[result.length - 1]?.push(instruction);
   }
@@ -41,7 +58,42 @@ function contextSources(stage: readonly Instruction[]): string[] {
     });
 }
 
+/**
+ * Whether a node engines range (`20.x || 22.x`, `>=18`, `>= 22.x`, `^14.13.1 || >=16.0.0`, `*`)
+ * accepts `major`.0.0 … `major`.x: enough for the ranges in package-lock.json, without a semver
+ * dependency.
+ */
+function satisfiesMajor(range: string, major: number): boolean {
+  return range.split("||").some((alternative) =>
+    alternative
+      .trim()
+      .replace(/([<>=^~]+)\s+/g, "$1")
+      .split(/\s+/)
+      .every((comparator) => {
+        const match = /^([<>]=?|=|\^|~)?v?(\d+|\*|x)/.exec(comparator);
+        if (comparator === "" || match === null) return comparator === "" || comparator === "*";
+        const [, op = "", first = "*"] = match;
+        if (first === "*" || first === "x") return true;
+        const bound = Number(first);
+        switch (op) {
+          case ">=":
+            return major >= bound;
+          case ">":
+            return major > bound || (major === bound && /\.[1-9]/.test(comparator));
+          case "<":
+            return major < bound;
+          case "<=":
+            return major <= bound;
+          default:
+            return major === bound; // "=", "^", "~" and a bare "N.x"
+        }
+      }),
+  );
+}
+
 const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
+/** The Node.js major the image runs: the default of the Dockerfile's `ARG NODE_MAJOR`. */
+const IMAGE_NODE_MAJOR = Number(/^ARG NODE_MAJOR=(\d+)$/m.exec(dockerfile)?.[1]);
 const [builder, runtime] = stages(dockerfile) as [Instruction[], Instruction[]];
 const ignored = readFileSync(join(repoRoot, ".dockerignore"), "utf8")
   .split("\n")
@@ -52,9 +104,32 @@ describe("Dockerfile", () => {
   const tempDirs: string[] = [];
   afterAll(() => tempDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-  it("when read, then it has a builder and a runtime stage on node:22-bookworm-slim", () => {
-    expect(builder[0]!.args).toBe("node:22-bookworm-slim AS builder");
-    expect(runtime[0]!.args).toBe("node:22-bookworm-slim AS runtime");
+  it("when read, then it has a builder and a runtime stage on the same Node.js LTS image (node:26-trixie-slim)", () => {
+    const all = instructions(dockerfile);
+    expect(expandGlobalArgs(all, builder[0]!.args)).toBe(`node:${IMAGE_NODE_MAJOR}-trixie-slim AS builder`);
+    expect(expandGlobalArgs(all, runtime[0]!.args)).toBe(`node:${IMAGE_NODE_MAJOR}-trixie-slim AS runtime`);
+    // Even majors are the LTS lines.
+    expect(IMAGE_NODE_MAJOR % 2).toBe(0);
+  });
+
+  it("when the image's Node.js major is checked against the lockfile, then every runtime dependency (better-sqlite3's native build included) accepts it", () => {
+    const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { dev?: boolean; engines?: { node?: string } }>;
+    };
+    expect(lock.packages["node_modules/better-sqlite3"]?.engines?.node).toContain(`${IMAGE_NODE_MAJOR}.x`);
+    for (const [path, entry] of Object.entries(lock.packages)) {
+      const range = entry.engines?.node;
+      if (path === "" || entry.dev === true || range === undefined) continue;
+      expect(satisfiesMajor(range, IMAGE_NODE_MAJOR), `${path} engines.node "${range}"`).toBe(true);
+    }
+  });
+
+  it("when engines is read, then it names both the tested Node.js major (this run's) and the image's", () => {
+    const engines = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { engines: { node: string } }).engines.node;
+    const testedMajor = Number(process.versions.node.split(".")[0]);
+
+    expect(satisfiesMajor(engines, testedMajor), `engines "${engines}" vs Node ${process.versions.node}`).toBe(true);
+    expect(satisfiesMajor(engines, IMAGE_NODE_MAJOR), `engines "${engines}" vs the image's Node ${IMAGE_NODE_MAJOR}`).toBe(true);
   });
 
   it("when the runtime stage starts, then node runs dist/main.js directly as a non-root user", () => {

@@ -11,6 +11,7 @@ const passwords = {
   TIMER_SERVICE_NATS_PASSWORD: "service-secret",
   ACME_NATS_PASSWORD: "acme-secret",
   GLOBEX_NATS_PASSWORD: "globex-secret",
+  TIMER_CLIENT_NATS_PASSWORD: "client-secret",
 } as const;
 
 const encoder = new TextEncoder();
@@ -33,6 +34,7 @@ async function closedWithin(closed: Promise<void | Error>, ms: number): Promise<
 }
 
 const tenantConfig = join(repoRoot, "deploy/nats/tenant-accounts.conf");
+const singleAccountConfig = join(repoRoot, "deploy/nats/single-account.conf");
 const saved: Record<string, string | undefined> = {};
 
 beforeAll(() => {
@@ -50,7 +52,7 @@ afterAll(() => {
 });
 
 function connectAcme(url: string): Promise<NatsConnection> {
-  return connect({ servers: url, user: "acme", pass: passwords.ACME_NATS_PASSWORD, inboxPrefix: "_INBOX_acme" });
+  return connect({ servers: url, user: "acme", pass: passwords.ACME_NATS_PASSWORD });
 }
 
 /** The next message of `sub` as text, or undefined when none arrives within 10 s. */
@@ -90,23 +92,38 @@ describe("deploy/nats/tenant-accounts.conf, used by clients", () => {
     expect(ack.duplicate).toBe(false);
   });
 
-  it("when acme connects without its own inbox prefix, then its JetStream publish fails though the command is stored (the ack cannot reach it)", async () => {
-    const careless = await connect({ servers: server.url, user: "acme", pass: passwords.ACME_NATS_PASSWORD });
-    const jsm = await jetstreamManager(service);
-    const before = (await jsm.streams.info("TIMER_COMMANDS")).state.messages;
-    try {
-      const error = await jetstream(careless, { timeout: 2_000 })
-        .publish("timer.commands.schedule.acme", scheduleTimer("acme"))
-        .then(
-          () => undefined,
-          (e: unknown) => e,
-        );
+  it.each(["schedule", "cancel", "cancelprefix", "complete", "fail"])(
+    "when acme publishes on its own %s subject with JetStream, then the command reaches TIMER_COMMANDS and the ack comes back",
+    async (kind) => {
+      const ack = await jetstream(acme).publish(`timer.commands.${kind}.acme`, scheduleTimer("acme"));
 
-      expect(String(error)).toMatch(/permissions violation for subscription to "_INBOX\./i);
-      // The publish itself was allowed: the command is stored, only its ack was lost.
-      expect((await jsm.streams.info("TIMER_COMMANDS")).state.messages).toBe(before + 1);
+      expect(ack.stream).toBe("TIMER_COMMANDS");
+    },
+  );
+
+  it("when acme publishes on a command subject of another kind, then the server refuses it (only the contract's five kinds are imported)", async () => {
+    const error = await acme.request("timer.commands.other.acme", "{}", { timeout: 2_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+
+    expect(String(error)).toMatch(/no responders/i);
+  });
+
+  it("when acme sends a query on its own subject, then a responder in the service's account answers it; globex's query subject is refused", async () => {
+    const responder = service.subscribe("timer.query.>", { callback: (_error, msg) => msg.respond(`answer to ${msg.subject}`) });
+    await service.flush();
+    try {
+      const answer = await acme.request("timer.query.stats.acme", "{}", { timeout: 2_000 });
+      const refused = await acme.request("timer.query.stats.globex", "{}", { timeout: 2_000 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+
+      expect(answer.string()).toBe("answer to timer.query.stats.acme");
+      expect(String(refused)).toMatch(/permissions violation for publish to "timer\.query\.stats\.globex"/i);
     } finally {
-      await careless.close();
+      responder.unsubscribe();
     }
   });
 
@@ -222,5 +239,50 @@ describe("deploy/nats/tenant-accounts.conf, used by the real service", () => {
 
     expect(event, service!.child.describe()).toBeDefined();
     expect(JSON.parse(event!)).toMatchObject({ type: "CommandRejected", payload: { code: "INVALID_JSON" } });
+  });
+});
+
+describe("deploy/nats/single-account.conf (trusted deployments), used by the real service", () => {
+  let server: NatsServerProcess | undefined;
+  let service: RunningService | undefined;
+  let client: NatsConnection | undefined;
+
+  beforeAll(async () => {
+    server = await NatsServerProcess.start(["-c", singleAccountConfig]);
+    service = await startService(server.url, {
+      TIMER_NATS_USER: "timer-service",
+      TIMER_NATS_PASSWORD: passwords.TIMER_SERVICE_NATS_PASSWORD,
+      TIMER_POLLING_INTERVAL: "100",
+    });
+    client = await connect({ servers: server.url, user: "timer-client", pass: passwords.TIMER_CLIENT_NATS_PASSWORD });
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await service?.dispose();
+    await server?.dispose();
+  });
+
+  it("when the trusted client schedules a due timer for any tenant, then it receives the DueTimeReached", async () => {
+    const sub = client!.subscribe("timer.events.due.globex", { max: 1 });
+    await client!.flush();
+
+    await jetstream(client!).publish(
+      "timer.commands.schedule.globex",
+      JSON.stringify({ tenantId: "globex", serviceCallId: "single-1", dueAt: "2020-01-01T00:00:00Z" }),
+    );
+    const event = await nextText(sub);
+
+    expect(event, service!.child.describe()).toBeDefined();
+    expect(JSON.parse(event!)).toMatchObject({ type: "DueTimeReached", payload: { tenantId: "globex", serviceCallId: "single-1" } });
+  });
+
+  it("when the client calls the JetStream API, then it is refused", async () => {
+    const error = await client!.request("$JS.API.STREAM.PURGE.TIMER_COMMANDS", undefined, { timeout: 2_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+
+    expect(String(error)).toMatch(/permissions violation for publish/i);
   });
 });

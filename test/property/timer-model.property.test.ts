@@ -119,6 +119,8 @@ interface ModelTimer {
   data: string | null;
   correlationId: string | null;
   commandTs: number;
+  /** §10: 1 when created, +1 for each command that changes what fires or re-arms the timer. */
+  generation: number;
   reachedAtMs: number | null;
 }
 
@@ -149,6 +151,7 @@ class TimerModel {
           data: command.data,
           correlationId: command.correlationId,
           commandTs: command.timestampMs,
+          generation: 1,
           reachedAtMs: null,
         });
         return "accepted";
@@ -168,12 +171,13 @@ class TimerModel {
         data: command.data,
         correlationId: command.correlationId,
         commandTs: command.timestampMs,
+        generation: changed ? timer.generation + 1 : timer.generation,
       });
       return changed ? "accepted" : "ignored";
     }
     if (timer === undefined) {
       // §3.5: cancelling an unknown key records a Cancelled timer (a tombstone).
-      this.timers.set(key, { state: "Cancelled", dueAtMs: null, data: null, correlationId: null, commandTs: command.timestampMs, reachedAtMs: null });
+      this.timers.set(key, { state: "Cancelled", dueAtMs: null, data: null, correlationId: null, commandTs: command.timestampMs, generation: 1, reachedAtMs: null });
       return "accepted";
     }
     if (timer.state === "Reached") return "ignored";
@@ -196,10 +200,10 @@ class TimerModel {
   }
 
   /** §3.1: marks a published timer Reached unless it changed after it was read. */
-  mark(read: { tenantId: string; serviceCallId: string; dueAtMs: number | null; data: string | null; correlationId: string | null }, nowMs: number): void {
+  mark(read: { tenantId: string; serviceCallId: string; dueAtMs: number | null; generation: number }, nowMs: number): void {
     const timer = this.timers.get(keyOf(read.tenantId, read.serviceCallId));
     if (timer === undefined || timer.state !== "Scheduled") return;
-    if (timer.dueAtMs !== read.dueAtMs || timer.data !== read.data || timer.correlationId !== read.correlationId) return;
+    if (timer.dueAtMs !== read.dueAtMs || timer.generation !== read.generation) return;
     timer.state = "Reached";
     timer.reachedAtMs = nowMs;
   }
@@ -212,9 +216,9 @@ class TimerModel {
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** What the model knows of a timer: a Cancelled timer's old due time and data are not part of the contract. */
-function comparable(t: { state: string; commandTs: number; dueAtMs: number | null; data: string | null; correlationId: string | null; reachedAtMs: number | null }) {
-  if (t.state === "Cancelled") return { state: t.state, commandTs: t.commandTs };
-  return { state: t.state, commandTs: t.commandTs, dueAtMs: t.dueAtMs, data: t.data, correlationId: t.correlationId, reachedAtMs: t.reachedAtMs };
+function comparable(t: { state: string; commandTs: number; generation: number; dueAtMs: number | null; data: string | null; correlationId: string | null; reachedAtMs: number | null }) {
+  if (t.state === "Cancelled") return { state: t.state, commandTs: t.commandTs, generation: t.generation };
+  return { state: t.state, commandTs: t.commandTs, generation: t.generation, dueAtMs: t.dueAtMs, data: t.data, correlationId: t.correlationId, reachedAtMs: t.reachedAtMs };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -291,7 +295,7 @@ class System {
       logger: silentLogger,
       onScheduled: () => {},
     });
-    this.worker = new DueTimerWorker({ store: this.store, publisher, clock, metrics, logger: silentLogger, batchSize: 100 });
+    this.worker = new DueTimerWorker({ store: this.store, publisher, clock, metrics, logger: silentLogger, batchSize: 100, owner: "model", claimTtlMs: 30_000 });
     metrics.setPending(await this.store.countScheduled());
   }
 
@@ -308,11 +312,12 @@ class System {
 // A RAM disk when there is one: the database is reopened thousands of times and fsync dominates.
 const SCRATCH = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
 
-const eventOf = (t: { tenantId: string; serviceCallId: string; dueAtMs: number | null; data: string | null; correlationId: string | null }, reachedAtMs: number): DueTimeReached => ({
+const eventOf = (t: { tenantId: string; serviceCallId: string; dueAtMs: number | null; generation: number; data: string | null; correlationId: string | null }, reachedAtMs: number): DueTimeReached => ({
   tenantId: t.tenantId,
   serviceCallId: t.serviceCallId,
   dueAtMs: t.dueAtMs!,
   reachedAtMs,
+  generation: t.generation,
   data: t.data,
   correlationId: t.correlationId,
 });

@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import { applyHttpLimits, HTTP_SERVER_OPTIONS } from "./http-server-limits.js";
 
 /** One named condition of readiness; `ok` is read at each request. */
 export interface ReadinessCheck {
@@ -11,7 +12,8 @@ export interface ReadinessCheck {
 /**
  * GET /metrics (Prometheus text), /healthz (200 while the process runs) and /readyz (200 when every
  * readiness check passes, else 503, with the checks as JSON). Anything else: 404, or 405 for a
- * method other than GET/HEAD.
+ * method other than GET/HEAD. Time-outs and a connection cap keep it answering under many idle or
+ * slow sockets (http-server-limits.ts).
  */
 export class HealthHttpServer {
   private readonly server: Server;
@@ -20,7 +22,7 @@ export class HealthHttpServer {
     private readonly registry: Registry,
     private readonly checks: readonly ReadinessCheck[],
   ) {
-    this.server = createServer((request, response) => {
+    this.server = createServer(HTTP_SERVER_OPTIONS, (request, response) => {
       const path = (request.url ?? "/").split("?")[0];
       const known = path === "/metrics" || path === "/healthz" || path === "/readyz";
       if (!known) return reply(response, 404, { error: "not found" });
@@ -42,6 +44,7 @@ export class HealthHttpServer {
         (error: unknown) => reply(response, 500, { error: String(error) }),
       );
     });
+    applyHttpLimits(this.server);
   }
 
   /** Listens and returns the bound address (port 0 picks a free port). */

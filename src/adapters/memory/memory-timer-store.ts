@@ -1,5 +1,5 @@
-import type { DecideCommand, DueCursor, DueTimer, TimerStore } from "../../app/timer-store.js";
-import { isScheduled, timerKeyString, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
+import type { DecideCommand, DueClaim, DueCursor, DueTimer, FiredTimer, TimerStore } from "../../app/timer-store.js";
+import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 
@@ -30,9 +30,13 @@ function compareDue(a: DueCursor, b: DueCursor): number {
   );
 }
 
-/** Timers in a Map; for unit tests, and the reference the SQLite store is checked against. */
+/**
+ * Timers in a Map; for unit tests, and the reference the other stores are checked against. It
+ * records claims like a shared store does, so that the claim rules are tested here too.
+ */
 export class MemoryTimerStore implements TimerStore {
   #timers: Map<string, Timer> | undefined = new Map();
+  readonly #claims = new Map<string, { readonly owner: string; readonly untilMs: number }>();
 
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
     const timers = this.#open();
@@ -48,29 +52,49 @@ export class MemoryTimerStore implements TimerStore {
     return decisions;
   }
 
-  async findDue(nowMs: number, limit: number, after?: DueCursor): Promise<ScheduledTimer[]> {
-    return [...this.#open().values()]
+  async claimDue(claim: DueClaim): Promise<DueTimer[]> {
+    const { nowMs, limit, after, owner, leaseUntilMs } = claim;
+    const due = [...this.#open().values()]
       .filter(isScheduled)
       .filter((timer) => timer.dueAtMs <= nowMs && (after === undefined || compareDue(timer, after) > 0))
+      .filter((timer) => !this.#heldByOther(timerKeyString(timer), owner, nowMs))
       .sort(compareDue)
       .slice(0, limit);
+    for (const timer of due) this.#claims.set(timerKeyString(timer), { owner, untilMs: leaseUntilMs });
+    return due.map(({ tenantId, serviceCallId, dueAtMs, generation, data, correlationId }) => ({
+      tenantId,
+      serviceCallId,
+      dueAtMs,
+      generation,
+      data,
+      correlationId,
+    }));
   }
 
-  async markReached(timers: readonly DueTimer[], reachedAtMs: number): Promise<TimerKey[]> {
+  async markReached(timers: readonly FiredTimer[], reachedAtMs: number, owner: string): Promise<TimerKey[]> {
     const stored = this.#open();
     const marked: TimerKey[] = [];
     for (const timer of timers) {
-      const current = stored.get(timerKeyString(timer));
-      const unchanged =
-        isScheduled(current) &&
-        current.dueAtMs === timer.dueAtMs &&
-        current.data === timer.data &&
-        current.correlationId === timer.correlationId;
-      if (!unchanged) continue;
-      stored.set(timerKeyString(timer), { ...current, state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs });
+      const key = timerKeyString(timer);
+      const current = stored.get(key);
+      const unchanged = isScheduled(current) && current.dueAtMs === timer.dueAtMs && current.generation === timer.generation;
+      if (!unchanged || this.#heldByOther(key, owner, reachedAtMs)) continue;
+      stored.set(key, { ...current, state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs });
+      this.#claims.delete(key);
       marked.push({ tenantId: timer.tenantId, serviceCallId: timer.serviceCallId });
     }
     return marked;
+  }
+
+  async releaseClaims(owner: string, timers?: readonly TimerKey[]): Promise<void> {
+    this.#open();
+    const keys = timers === undefined ? [...this.#claims.keys()] : timers.map(timerKeyString);
+    for (const key of keys) if (this.#claims.get(key)?.owner === owner) this.#claims.delete(key);
+  }
+
+  #heldByOther(key: string, owner: string, nowMs: number): boolean {
+    const claim = this.#claims.get(key);
+    return claim !== undefined && claim.owner !== owner && claim.untilMs > nowMs;
   }
 
   async nextDueAt(): Promise<number | null> {
@@ -89,6 +113,9 @@ export class MemoryTimerStore implements TimerStore {
     return this.#open().get(timerKeyString(key));
   }
 
+  isWritable(): boolean {
+    return this.#timers !== undefined;
+  }
 
   async close(): Promise<void> {
     this.#timers = undefined;

@@ -29,15 +29,15 @@ const dueAtFormat = new InstantFormatCache();
 const reachedAtFormat = new InstantFormatCache();
 
 export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): string {
-  const { tenantId, serviceCallId, dueAtMs, reachedAtMs, data, correlationId } = event;
+  const { tenantId, serviceCallId, dueAtMs, reachedAtMs, generation, data, correlationId } = event;
   const tenant = json(tenantId);
   return (
-    `{"id":${json(dueEventId(tenantId, serviceCallId, dueAtMs))},"type":"DueTimeReached","tenantId":${tenant}` +
+    `{"id":${json(dueEventId(tenantId, serviceCallId, dueAtMs, generation))},"type":"DueTimeReached","tenantId":${tenant}` +
     (correlationId === null ? "" : `,"correlationId":${json(correlationId)}`) +
     `,"timestampMs":${timestampMs},"payload":{"tenantId":${tenant},"serviceCallId":${json(serviceCallId)}` +
     `,"dueAt":"${dueAtFormat.format(dueAtMs)}","reachedAt":"${reachedAtFormat.format(reachedAtMs)}"` +
     (data === null ? "" : `,"data":${data}`) +
-    "}}"
+    `,"generation":${generation},"lateMs":${reachedAtMs - dueAtMs}}}`
   );
 }
 

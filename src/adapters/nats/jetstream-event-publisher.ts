@@ -20,7 +20,7 @@ export class JetStreamEventPublisher implements TimerEventPublisher {
   publishDueTimeReached(event: DueTimeReached): Promise<void> {
     const body = dueTimeReachedJson(event, this.options.clock.now());
     const subject = `${this.options.subjectPrefix}.events.due.${event.tenantId}`;
-    return this.acks.publish(subject, encoder.encode(body), dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs), this.options.eventsStream);
+    return this.acks.publish(subject, encoder.encode(body), dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs, event.generation), this.options.eventsStream);
   }
 
   publishCommandRejected(event: CommandRejected): Promise<void> {

@@ -21,6 +21,13 @@ const EVENTS_MAX_AGE_MS = 7 * 24 * 3_600_000;
 /** The contract's minimum: a republish after a crash and restart lands inside it. */
 const EVENTS_DUPLICATE_WINDOW_MS = 2 * 60_000;
 /**
+ * Commands get no broker de-duplication: every tenant publishes into the one commands stream, so a
+ * stream-wide window would let one tenant's `Nats-Msg-Id` suppress another tenant's command.
+ * nats-server (2.9) has no "off": 0 means the 2-minute default and 100 ms is the smallest window it
+ * accepts. The service needs none: re-applying a command changes nothing (CONTRACT §3.2).
+ */
+const COMMANDS_DUPLICATE_WINDOW_MS = 100;
+/**
  * Redelivery of a command that was neither acked nor nak'ed: the service died holding it, or it was
  * in flight to a service that stopped pulling. A batch is stored within a second, so 10 s is ample
  * and bounds how long a restart delays such commands.
@@ -46,6 +53,7 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
       // A command is work: it leaves the stream once the service acked (stored) or refused it.
       retention: RetentionPolicy.Workqueue,
       storage: StorageType.File,
+      duplicate_window: nanos(COMMANDS_DUPLICATE_WINDOW_MS),
     }),
   );
   created = (await ensureStream(jsm, eventsStream, () =>

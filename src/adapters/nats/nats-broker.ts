@@ -3,6 +3,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { NatsCredentials } from "../../config.js";
 import type { Logger } from "../../app/logger.js";
 import { connectToNats } from "./nats-connection.js";
+import { BrokerUnreachableLog } from "./broker-unreachable-log.js";
+import { redactUrl } from "./broker-url.js";
 import { ensureTimerTopology, type TimerTopology } from "./jetstream-topology.js";
 
 const TOPOLOGY_RETRY_MS = 1_000;
@@ -23,16 +25,19 @@ export class NatsBroker {
   /** The first ensure (at start) creates what is missing without calling onTopologyRecreated. */
   private started = false;
   private readonly checker: NodeJS.Timeout;
+  private readonly unreachable: BrokerUnreachableLog;
 
   private constructor(
     readonly connection: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly topology: TimerTopology,
     private readonly logger: Logger,
+    servers: readonly string[],
     private readonly onReconnect: () => void,
     private readonly onTopologyRecreated: () => void,
   ) {
     this.js = jetstream(connection, { timeout: 5_000 });
+    this.unreachable = new BrokerUnreachableLog(logger, servers);
     void this.watchStatus();
     // An operator may delete the consumer or a stream at any time: recreate it within seconds.
     this.checker = setInterval(() => {
@@ -51,11 +56,11 @@ export class NatsBroker {
     /** Streams or consumer were missing and have been recreated: pulls must start over. */
     onTopologyRecreated: () => void;
   }): Promise<NatsBroker> {
-    const connection = await connectToNats(options.servers, options.credentials);
-    options.logger.info({ server: connection.getServer(), version: connection.info?.version }, "connected to NATS");
+    const connection = await connectToNats(options.servers, options.credentials, options.logger);
+    options.logger.info({ server: redactUrl(connection.getServer()), version: connection.info?.version }, "connected to NATS");
     // No API check here: JetStream may still be starting; ensureTopology retries until it answers.
     const jsm = await jetstreamManager(connection, { timeout: 5_000, checkAPI: false });
-    const broker = new NatsBroker(connection, jsm, options.topology, options.logger, options.onReconnect, options.onTopologyRecreated);
+    const broker = new NatsBroker(connection, jsm, options.topology, options.logger, options.servers, options.onReconnect, options.onTopologyRecreated);
     await broker.ensureTopology();
     return broker;
   }
@@ -116,10 +121,13 @@ export class NatsBroker {
         this.connected = false;
         // Unknown until checked again after the reconnect (the broker may come back empty).
         this.topologyReady = false;
-        this.logger.warn({ server: status.server }, "disconnected from NATS; reconnecting");
+        this.logger.warn({ server: redactUrl(status.server) }, "disconnected from NATS; reconnecting");
+        this.unreachable.outageLogged();
+      } else if (status.type === "reconnecting") {
+        this.unreachable.attempt();
       } else if (status.type === "reconnect") {
         this.connected = true;
-        this.logger.info({ server: status.server }, "reconnected to NATS");
+        this.logger.info({ server: redactUrl(status.server), attempts: this.unreachable.reached() }, "reconnected to NATS");
         void this.ensureTopology().then(() => this.onReconnect());
       }
     }

@@ -1,20 +1,36 @@
 import { readFileSync } from "node:fs";
 import {
+  AuthorizationError,
   connect,
   credsAuthenticator,
   nkeyAuthenticator,
+  UserAuthenticationExpiredError,
   type NatsConnection,
   type NodeConnectionOptions,
 } from "@nats-io/transport-node";
 import type { NatsCredentials } from "../../config.js";
+import type { Logger } from "../../app/logger.js";
+import { BrokerUnreachableLog } from "./broker-unreachable-log.js";
+import { parseBrokerUrl, type BrokerUrl } from "./broker-url.js";
+
+/** Pause between two rounds over the servers while the broker has never been reached. */
+const FIRST_CONNECT_RETRY_MS = 250;
 
 /**
  * Connection options: reconnect forever (the service outlives broker outages, CONTRACT §3.9) and
  * keep trying when the broker is not up yet at start. Secrets go into the options, never the logs.
+ * The client ignores a URL's user part, so a login written into a URL (the CLI passes its URLs as
+ * given) is moved into the options, unless `credentials` names a login of its own.
  */
 export function natsConnectionOptions(servers: readonly string[], credentials: NatsCredentials): NodeConnectionOptions {
+  const parsed = servers.map((url): BrokerUrl => parseBrokerUrl(url) ?? { server: url });
+  const urlLogin = parsed.find((entry) => entry.login !== undefined)?.login;
+  const hasLogin = [credentials.user, credentials.token, credentials.nkeySeed, credentials.credsFile].some((value) => value !== undefined);
+  if (urlLogin !== undefined && !hasLogin) {
+    credentials = { ...credentials, ...("token" in urlLogin ? { token: urlLogin.token } : { user: urlLogin.user, password: urlLogin.password }) };
+  }
   const options: NodeConnectionOptions = {
-    servers: [...servers],
+    servers: parsed.map((entry) => entry.server),
     name: "timer-service",
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
@@ -40,6 +56,21 @@ export function natsConnectionOptions(servers: readonly string[], credentials: N
   return options;
 }
 
-export async function connectToNats(servers: readonly string[], credentials: NatsCredentials): Promise<NatsConnection> {
-  return connect(natsConnectionOptions(servers, credentials));
+/**
+ * Connects, waiting as long as it takes for a broker that is not up yet; meanwhile a warn line says
+ * so (rate-limited, URLs redacted). A refused login is not retried: it needs an operator.
+ */
+export async function connectToNats(servers: readonly string[], credentials: NatsCredentials, logger: Logger): Promise<NatsConnection> {
+  // One round over the servers per call; the loop here (not waitOnFirstConnect) can count and log.
+  const options = { ...natsConnectionOptions(servers, credentials), waitOnFirstConnect: false };
+  const unreachable = new BrokerUnreachableLog(logger, servers);
+  for (;;) {
+    try {
+      return await connect(options);
+    } catch (error) {
+      if (error instanceof AuthorizationError || error instanceof UserAuthenticationExpiredError) throw error;
+      unreachable.attempt(error);
+      await new Promise((resolve) => setTimeout(resolve, FIRST_CONNECT_RETRY_MS));
+    }
+  }
 }

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import type { DecideCommand, DueCursor, DueTimer, TimerStore } from "../../app/timer-store.js";
+import type { DecideCommand, DueClaim, DueCursor, DueTimer, FiredTimer, TimerStore } from "../../app/timer-store.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
@@ -21,7 +21,7 @@ export interface SqliteTimerStoreOptions {
   readonly synchronous?: "NORMAL" | "FULL";
   /** How long a statement waits for a lock held by another connection before failing. */
   readonly busyTimeoutMs?: number;
-  /** The folder of drizzle-kit's SQL migrations; defaults to `drizzle/` at the package root. */
+  /** The folder of drizzle-kit's SQL migrations; defaults to `drizzle/sqlite` at the package root. */
   readonly migrationsFolder?: string;
   /**
    * Checkpoint the WAL from a worker thread instead of inside the commits of this connection;
@@ -37,7 +37,7 @@ export interface SqliteTimerStoreOptions {
 const SAFETY_NET_AUTOCHECKPOINT_PAGES = 50_000;
 
 // src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
-const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle", import.meta.url));
+const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
 
 /** Opens (creating when missing) and migrates the timer database at `options.path`. */
 export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTimerStore {
@@ -65,11 +65,12 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
 // Aliased to the field names of Timer, so a row is a Timer without mapping.
 const TIMER_COLUMNS = `
   tenant_id AS tenantId, service_call_id AS serviceCallId, state, due_at AS dueAtMs, data,
-  correlation_id AS correlationId, command_ts AS commandTs, registered_at AS registeredAtMs,
+  correlation_id AS correlationId, command_ts AS commandTs, generation, registered_at AS registeredAtMs,
   reached_at AS reachedAtMs, updated_at AS updatedAtMs`;
 
 // Only what firing needs: building row objects is most of findDue's cost in a burst.
-const DUE_TIMER_COLUMNS = "tenant_id AS tenantId, service_call_id AS serviceCallId, due_at AS dueAtMs, data, correlation_id AS correlationId";
+const DUE_TIMER_COLUMNS =
+  "tenant_id AS tenantId, service_call_id AS serviceCallId, due_at AS dueAtMs, generation, data, correlation_id AS correlationId";
 
 // Queries of Scheduled timers spell `state = 'Scheduled'` literally, so the planner matches the
 // partial index timer_schedules_due_idx once at prepare time instead of re-planning per binding.
@@ -78,6 +79,9 @@ const DUE_ORDER = "ORDER BY due_at, tenant_id, service_call_id LIMIT @limit";
 /**
  * Timers in one SQLite table (`timer_schedules`). The hot paths use better-sqlite3 prepared
  * statements directly; drizzle defines the schema and applies the migrations.
+ *
+ * One instance only uses a SQLite file (the broker lease guards it, CONTRACT §6), so claims on due
+ * timers are not recorded: nobody else could take them.
  */
 export class SqliteTimerStore implements TimerStore {
   #lastWriteFailed = false;
@@ -86,11 +90,11 @@ export class SqliteTimerStore implements TimerStore {
   readonly #upsert: Database.Statement<[Timer]>;
   readonly #selectDue: Database.Statement<[{ nowMs: number; limit: number }], DueTimer>;
   readonly #selectDueAfter: Database.Statement<[DueCursor & { nowMs: number; limit: number }], DueTimer>;
-  readonly #markReached: Database.Statement<[DueTimer & { reachedAtMs: number }]>;
+  readonly #markReached: Database.Statement<[FiredTimer & { reachedAtMs: number }]>;
   readonly #selectNextDueAt: Database.Statement<[], { dueAtMs: number | null }>;
   readonly #countScheduled: Database.Statement<[], { count: number }>;
   readonly #applyAll: (commands: readonly TimerCommand[], decide: DecideCommand) => CommandDecision[];
-  readonly #markAll: (timers: readonly DueTimer[], reachedAtMs: number) => TimerKey[];
+  readonly #markAll: (timers: readonly FiredTimer[], reachedAtMs: number) => TimerKey[];
 
   readonly #checkpointer: WalCheckpointer | undefined;
 
@@ -102,13 +106,13 @@ export class SqliteTimerStore implements TimerStore {
     );
     this.#upsert = db.prepare(`
       INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id,
-        command_ts, registered_at, reached_at, updated_at)
+        command_ts, generation, registered_at, reached_at, updated_at)
       VALUES (@tenantId, @serviceCallId, @state, @dueAtMs, @data, @correlationId,
-        @commandTs, @registeredAtMs, @reachedAtMs, @updatedAtMs)
+        @commandTs, @generation, @registeredAtMs, @reachedAtMs, @updatedAtMs)
       ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET
         state = excluded.state, due_at = excluded.due_at, data = excluded.data,
         correlation_id = excluded.correlation_id, command_ts = excluded.command_ts,
-        registered_at = excluded.registered_at, reached_at = excluded.reached_at,
+        generation = excluded.generation, registered_at = excluded.registered_at, reached_at = excluded.reached_at,
         updated_at = excluded.updated_at`);
     this.#selectDue = db.prepare(
       `SELECT ${DUE_TIMER_COLUMNS} FROM timer_schedules WHERE state = 'Scheduled' AND due_at <= @nowMs ${DUE_ORDER}`,
@@ -121,7 +125,7 @@ export class SqliteTimerStore implements TimerStore {
     this.#markReached = db.prepare(`
       UPDATE timer_schedules SET state = 'Reached', reached_at = @reachedAtMs, updated_at = @reachedAtMs
       WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Scheduled'
-        AND due_at = @dueAtMs AND data IS @data AND correlation_id IS @correlationId`);
+        AND due_at = @dueAtMs AND generation = @generation`);
     this.#selectNextDueAt = db.prepare(
       "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE state = 'Scheduled'",
     );
@@ -137,11 +141,12 @@ export class SqliteTimerStore implements TimerStore {
         return decision;
       }),
     ).immediate;
-    this.#markAll = db.transaction((timers: readonly DueTimer[], reachedAtMs: number) => {
+    this.#markAll = db.transaction((timers: readonly FiredTimer[], reachedAtMs: number) => {
       const marked: TimerKey[] = [];
-      for (const { tenantId, serviceCallId, dueAtMs, data, correlationId } of timers) {
-        const fired: DueTimer = { tenantId, serviceCallId, dueAtMs, data, correlationId };
-        if (this.#markReached.run({ ...fired, reachedAtMs }).changes === 1) marked.push({ tenantId, serviceCallId });
+      for (const { tenantId, serviceCallId, dueAtMs, generation } of timers) {
+        if (this.#markReached.run({ tenantId, serviceCallId, dueAtMs, generation, reachedAtMs }).changes === 1) {
+          marked.push({ tenantId, serviceCallId });
+        }
       }
       return marked;
     }).immediate;
@@ -151,14 +156,19 @@ export class SqliteTimerStore implements TimerStore {
     return this.#write(() => this.#applyAll(commands, decide));
   }
 
-  async findDue(nowMs: number, limit: number, after?: DueCursor): Promise<DueTimer[]> {
+  async claimDue(claim: DueClaim): Promise<DueTimer[]> {
+    const { nowMs, limit, after } = claim;
     if (after === undefined) return this.#selectDue.all({ nowMs, limit });
     const { dueAtMs, tenantId, serviceCallId } = after;
     return this.#selectDueAfter.all({ nowMs, limit, dueAtMs, tenantId, serviceCallId });
   }
 
-  async markReached(timers: readonly DueTimer[], reachedAtMs: number): Promise<TimerKey[]> {
+  async markReached(timers: readonly FiredTimer[], reachedAtMs: number): Promise<TimerKey[]> {
     return this.#write(() => this.#markAll(timers, reachedAtMs));
+  }
+
+  async releaseClaims(): Promise<void> {
+    // No claims are recorded (see the class comment).
   }
 
   /** Runs a write transaction and remembers whether it failed (busy, read-only, disk full). */

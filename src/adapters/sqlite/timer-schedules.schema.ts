@@ -2,10 +2,12 @@ import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
- * One row per timer key. Instants are integer milliseconds since the epoch, UTC.
- * drizzle/0000_init.sql makes the table WITHOUT ROWID (hand-added; drizzle-kit cannot express it):
- * rows live in the primary-key b-tree, which saves a second b-tree write per command (measured
- * ~52 → ~40 µs of CPU per command with 1M timers stored).
+ * One row per timer key. Instants are integer milliseconds since the epoch, UTC. This schema is the
+ * source of the migrations in drizzle/sqlite (`npm run db:generate`; CI checks that it makes no
+ * diff). The custom migration 0001_without_rowid rebuilds the table WITHOUT ROWID, which drizzle-kit
+ * cannot express: rows live in the primary-key b-tree, saving a second b-tree write per command
+ * (measured ~52 → ~40 µs of CPU per command with 1M timers stored). A future change that makes
+ * drizzle-kit recreate the table must repeat that in a custom migration.
  */
 export const timerSchedules = sqliteTable(
   "timer_schedules",
@@ -20,6 +22,8 @@ export const timerSchedules = sqliteTable(
     correlationId: text("correlation_id"),
     /** The largest timestampMs of the commands applied to this timer. */
     commandTs: integer("command_ts").notNull(),
+    /** 1 at creation, +1 whenever a command changes what fires or re-arms the timer (CONTRACT §10). */
+    generation: integer("generation").notNull().default(1),
     registeredAt: integer("registered_at").notNull(),
     reachedAt: integer("reached_at"),
     updatedAt: integer("updated_at").notNull(),

@@ -30,13 +30,19 @@ export interface DueTimerWorkerDeps {
   readonly metrics: TimerMetrics;
   readonly logger: Logger;
   readonly batchSize: number;
+  /** This instance, as the owner of its claims on due timers. */
+  readonly owner: string;
+  /** How long a claim holds: longer than a poll's publish and mark can take (CONTRACT §6). */
+  readonly claimTtlMs: number;
 }
 
 /**
- * One poll of the due-timer worker: read due timers oldest first, publish a `DueTimeReached` for
+ * One poll of the due-timer worker: claim due timers oldest first, publish a `DueTimeReached` for
  * each (publish acks awaited, all in flight at once), then mark the published ones `Reached` in one
- * transaction. Publishing before marking makes delivery at-least-once: a crash in between republishes,
- * and the event stream drops the duplicate by its `Nats-Msg-Id`.
+ * transaction. Publishing before marking makes delivery at-least-once: a crash in between republishes
+ * (after the claim expires, from any instance), and the event stream drops the duplicate by its
+ * `Nats-Msg-Id`. Claims of timers whose publish failed are released, so the retry need not wait
+ * for them to expire.
  */
 export class DueTimerWorker {
   constructor(private readonly deps: DueTimerWorkerDeps) {}
@@ -52,10 +58,10 @@ export class DueTimerWorker {
    * and `done` once they are published and marked.
    */
   startPoll(after?: DueCursor): { readonly read: Promise<PollRead>; readonly done: Promise<PollReport> } {
-    const { store, clock, batchSize } = this.deps;
+    const { store, clock, batchSize, owner, claimTtlMs } = this.deps;
     const startedAt = performance.now();
     const nowMs = clock.now();
-    const due = store.findDue(nowMs, batchSize, after);
+    const due = store.claimDue({ nowMs, limit: batchSize, owner, leaseUntilMs: nowMs + claimTtlMs, ...(after === undefined ? {} : { after }) });
     const read = due.then((timers): PollRead => {
       const last = timers[timers.length - 1];
       return {
@@ -71,11 +77,12 @@ export class DueTimerWorker {
   }
 
   private async publishAndMark(due: readonly DueTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
-    const { store, clock, metrics, batchSize } = this.deps;
+    const { store, clock, metrics, batchSize, owner } = this.deps;
     const { published, failed } = await this.publish(due, nowMs);
+    if (failed > 0) await this.releaseUnpublished(due, published);
     let marked = 0;
     if (published.length > 0) {
-      const markedKeys = await store.markReached(published, nowMs);
+      const markedKeys = await store.markReached(published, nowMs, owner);
       marked = markedKeys.length;
       if (marked > 0) {
         const lags = marked === published.length ? published.map((t) => (nowMs - t.dueAtMs) / 1000) : lagsOfMarked(published, markedKeys, nowMs);
@@ -96,6 +103,7 @@ export class DueTimerWorker {
           serviceCallId: timer.serviceCallId,
           dueAtMs: timer.dueAtMs,
           reachedAtMs,
+          generation: timer.generation,
           data: timer.data,
           correlationId: timer.correlationId,
         }),
@@ -116,6 +124,17 @@ export class DueTimerWorker {
       logger.warn({ err: firstError, failed, of: due.length }, "publishing DueTimeReached failed; the timers stay Scheduled and are retried");
     }
     return { published, failed };
+  }
+
+  private async releaseUnpublished(due: readonly DueTimer[], published: readonly DueTimer[]): Promise<void> {
+    const sent = new Set(published);
+    const unpublished = due.filter((timer) => !sent.has(timer));
+    try {
+      await this.deps.store.releaseClaims(this.deps.owner, unpublished);
+    } catch (error) {
+      // The claims expire by themselves; the retry only comes later.
+      this.deps.logger.warn({ err: error, timers: unpublished.length }, "releasing claims after a failed publish failed");
+    }
   }
 }
 

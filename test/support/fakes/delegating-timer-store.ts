@@ -1,4 +1,4 @@
-import type { DecideCommand, DueCursor, DueTimer, TimerStore } from "../../../src/app/timer-store.js";
+import type { DecideCommand, DueClaim, FiredTimer, TimerStore } from "../../../src/app/timer-store.js";
 import type { TimerKey } from "../../../src/domain/timer.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
 
@@ -9,11 +9,14 @@ export class DelegatingTimerStore implements TimerStore {
   applyCommands(commands: readonly TimerCommand[], decide: DecideCommand) {
     return this.inner.applyCommands(commands, decide);
   }
-  findDue(nowMs: number, limit: number, after?: DueCursor) {
-    return this.inner.findDue(nowMs, limit, after);
+  claimDue(claim: DueClaim) {
+    return this.inner.claimDue(claim);
   }
-  markReached(timers: readonly DueTimer[], reachedAtMs: number) {
-    return this.inner.markReached(timers, reachedAtMs);
+  markReached(timers: readonly FiredTimer[], reachedAtMs: number, owner: string) {
+    return this.inner.markReached(timers, reachedAtMs, owner);
+  }
+  releaseClaims(owner: string, timers?: readonly TimerKey[]) {
+    return this.inner.releaseClaims(owner, timers);
   }
   nextDueAt() {
     return this.inner.nextDueAt();
@@ -23,6 +26,9 @@ export class DelegatingTimerStore implements TimerStore {
   }
   get(key: TimerKey) {
     return this.inner.get(key);
+  }
+  isWritable() {
+    return this.inner.isWritable();
   }
   close() {
     return this.inner.close();

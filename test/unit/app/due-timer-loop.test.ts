@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { DueTimerLoop } from "../../../src/app/firing/due-timer-loop.js";
 import { DueTimerWorker } from "../../../src/app/firing/due-timer-worker.js";
-import type { DueCursor, DueTimer } from "../../../src/app/timer-store.js";
+import type { DueClaim, DueTimer } from "../../../src/app/timer-store.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
 import { decideCommand } from "../../../src/domain/timer-rules.js";
 import { dateClock, T0 } from "../../support/fakes/fake-clock.js";
@@ -26,19 +26,19 @@ const INTERVAL = 5_000;
 
 /** A memory store that records when each due-timer query ran, and can fail or stall on demand. */
 class ObservedTimerStore extends DelegatingTimerStore {
-  /** `Date.now()` (fake time) of every findDue call. */
+  /** `Date.now()` (fake time) of every claimDue call. */
   readonly reads: number[] = [];
   failReads = 0;
   private heldNextDueAt: ((value: number | null) => void)[] = [];
   holdNextDueAt = false;
 
-  override async findDue(nowMs: number, limit: number, after?: DueCursor): Promise<DueTimer[]> {
+  override async claimDue(claim: DueClaim): Promise<DueTimer[]> {
     this.reads.push(Date.now());
     if (this.failReads > 0) {
       this.failReads--;
       throw new Error("SQLITE_IOERR: disk I/O error");
     }
-    return this.inner.findDue(nowMs, limit, after);
+    return this.inner.claimDue(claim);
   }
   override async nextDueAt(): Promise<number | null> {
     if (!this.holdNextDueAt) return this.inner.nextDueAt();
@@ -64,7 +64,7 @@ describe("DueTimerLoop (fake timers)", () => {
 
   function buildLoop(batchSize = 100): DueTimerLoop {
     const metrics = new RecordingMetrics();
-    const worker = new DueTimerWorker({ store, publisher, clock: dateClock, metrics, logger, batchSize });
+    const worker = new DueTimerWorker({ store, publisher, clock: dateClock, metrics, logger, batchSize, owner: "test", claimTtlMs: 30_000 });
     return new DueTimerLoop({ worker, store, clock: dateClock, logger, pollingIntervalMs: INTERVAL });
   }
 

@@ -133,15 +133,19 @@ describe("formatInstant", () => {
 });
 
 describe("dueEventId", () => {
-  it("when given a key and a due time, then the id is tenantId:serviceCallId:dueAtMs", () => {
-    expect(dueEventId("acme", "call-1", 1_764_108_000_000)).toBe("acme:call-1:1764108000000");
+  it("when given a key, a due time and a generation, then the id is tenantId:serviceCallId:dueAtMs:generation", () => {
+    expect(dueEventId("acme", "call-1", 1_764_108_000_000, 3)).toBe("acme:call-1:1764108000000:3");
   });
 
   it("when the serviceCallId contains colons, then it is kept as is", () => {
-    expect(dueEventId("acme", "a:b:c", 5)).toBe("acme:a:b:c:5");
+    expect(dueEventId("acme", "a:b:c", 5, 1)).toBe("acme:a:b:c:5:1");
   });
 
   it("when two firings of one key have different due times, then their ids differ", () => {
-    expect(dueEventId("acme", "call-1", 1)).not.toBe(dueEventId("acme", "call-1", 2));
+    expect(dueEventId("acme", "call-1", 1, 1)).not.toBe(dueEventId("acme", "call-1", 2, 1));
+  });
+
+  it("when two versions of one key share a due time, then their ids differ", () => {
+    expect(dueEventId("acme", "call-1", 1, 1)).not.toBe(dueEventId("acme", "call-1", 1, 2));
   });
 });

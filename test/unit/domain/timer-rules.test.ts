@@ -32,6 +32,7 @@ function timer(fields: Partial<Timer> = {}): Timer {
     data: '{"order":42}',
     correlationId: "req-1",
     commandTs: 100,
+    generation: 1,
     registeredAtMs: NOW - 1_000,
     reachedAtMs: null,
     updatedAtMs: NOW - 1_000,
@@ -54,6 +55,7 @@ describe("decideCommand: ScheduleTimer (CONTRACT §3.3)", () => {
         data: '{"order":42}',
         correlationId: "req-1",
         commandTs: 7,
+        generation: 1,
         registeredAtMs: NOW,
         reachedAtMs: null,
         updatedAtMs: NOW,
@@ -83,6 +85,7 @@ describe("decideCommand: ScheduleTimer (CONTRACT §3.3)", () => {
       data: '"v2"',
       correlationId: "req-2",
       commandTs: 200,
+      generation: current.generation + 1,
       updatedAtMs: LATER,
     });
   });
@@ -244,6 +247,7 @@ describe("decideCommand: CancelTimer (CONTRACT §3.5)", () => {
         data: null,
         correlationId: null,
         commandTs: 77,
+        generation: 1,
         registeredAtMs: NOW,
         reachedAtMs: null,
         updatedAtMs: NOW,
@@ -293,4 +297,32 @@ describe("scheduledDelta", () => {
       expect(scheduledDelta(decision)).toBe(delta);
     },
   );
+});
+
+describe("decideCommand: generation (CONTRACT §10)", () => {
+  it("when a schedule changes a Scheduled timer, then the generation grows by one", () => {
+    const decision = decideCommand(timer({ generation: 4 }), schedule({ dueAtMs: NOW + 1, timestampMs: 200 }), LATER);
+
+    expect(decision.next?.generation).toBe(5);
+  });
+
+  it("when a schedule re-arms a Cancelled timer with the same content, then the generation grows by one", () => {
+    const decision = decideCommand(timer({ state: "Cancelled", generation: 2 }), schedule({ timestampMs: 200 }), LATER);
+
+    expect(decision.next).toMatchObject({ state: "Scheduled", generation: 3 });
+  });
+
+  it("when a schedule repeats the timer as it is, then the generation stays", () => {
+    const current = timer({ generation: 2 });
+    const decision = decideCommand(current, schedule({ dueAtMs: current.dueAtMs!, data: current.data, correlationId: current.correlationId, timestampMs: 200 }), LATER);
+
+    expect(decision.outcome).toBe("ignored");
+    expect(decision.next?.generation).toBe(2);
+  });
+
+  it("when a Scheduled timer is cancelled, then the generation stays", () => {
+    const decision = decideCommand(timer({ generation: 2 }), cancel({ timestampMs: 200 }), LATER);
+
+    expect(decision.next).toMatchObject({ state: "Cancelled", generation: 2 });
+  });
 });

@@ -12,6 +12,6 @@ CREATE TABLE `timer_schedules` (
 	PRIMARY KEY(`tenant_id`, `service_call_id`),
 	CONSTRAINT "timer_schedules_state_check" CHECK("timer_schedules"."state" IN ('Scheduled', 'Reached', 'Cancelled')),
 	CONSTRAINT "timer_schedules_due_at_check" CHECK("timer_schedules"."due_at" IS NOT NULL OR "timer_schedules"."state" = 'Cancelled')
-) WITHOUT ROWID;
+);
 --> statement-breakpoint
 CREATE INDEX `timer_schedules_due_idx` ON `timer_schedules` (`due_at`,`tenant_id`,`service_call_id`) WHERE "timer_schedules"."state" = 'Scheduled';

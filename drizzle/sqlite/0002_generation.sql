@@ -1,0 +1,1 @@
+ALTER TABLE `timer_schedules` ADD `generation` integer DEFAULT 1 NOT NULL;

@@ -1,0 +1,45 @@
+import pg from "pg";
+
+/** Where the store's tables live: a plain lower-case identifier, safe to splice into SQL unquoted. */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+const INT8_OID = 20;
+
+export interface PostgresPoolOptions {
+  /** `postgres://user:pass@host:port/db`; never logged (it may hold a password). */
+  readonly url: string;
+  /** The schema of the tables; every connection puts it first on its `search_path`. */
+  readonly schema: string;
+  readonly maxConnections: number;
+  readonly connectionTimeoutMs: number;
+  /** An idle connection failed (server restart, network): the pool drops it and connects anew. */
+  readonly onIdleError: (error: Error) => void;
+}
+
+export function assertSchemaName(schema: string): void {
+  if (!SCHEMA_NAME.test(schema)) throw new Error(`Postgres schema name must match ${SCHEMA_NAME.source}`);
+}
+
+/**
+ * A node-postgres pool whose connections resolve unqualified table names in `schema` (the
+ * migrations name no schema, so the same SQL serves any schema chosen at run time) and read bigint
+ * columns as numbers: every bigint here is an instant or a count, far below 2^53.
+ */
+export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
+  assertSchemaName(options.schema);
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.maxConnections,
+    connectionTimeoutMillis: options.connectionTimeoutMs,
+    keepAlive: true,
+    application_name: "timer-service",
+    options: `-c search_path=${options.schema}`,
+    types: {
+      getTypeParser: ((oid: number, format?: "text" | "binary") =>
+        oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  // Without a listener an idle connection's error would crash the process.
+  pool.on("error", options.onIdleError);
+  return pool;
+}
