@@ -1,6 +1,7 @@
 import type { TimerServiceConfig } from "../config.js";
 import type { Logger } from "../app/logger.js";
 import type { TimerStore } from "../app/timer-store.js";
+import { openPostgresTimerStore } from "./postgres/postgres-timer-store.js";
 import { openSqliteTimerStore } from "./sqlite/sqlite-timer-store.js";
 
 const WAL_CHECKPOINT_INTERVAL_MS = 1_000;
@@ -8,6 +9,16 @@ const SQLITE_BUSY_TIMEOUT_MS = 100;
 
 /** Opens (and migrates) the store that TIMER_STORE names. */
 export async function openTimerStore(config: TimerServiceConfig, logger: Logger): Promise<TimerStore> {
+  const { store, databaseUrl, databaseSchema } = config.storage;
+  if (store === "postgres") {
+    // config.ts requires the URL with postgres; it is never logged (it may hold a password).
+    if (databaseUrl === undefined) throw new Error("TIMER_DATABASE_URL is required with TIMER_STORE=postgres");
+    return openPostgresTimerStore({
+      url: databaseUrl,
+      schema: databaseSchema,
+      onIdleError: (error) => logger.warn({ error: error.message, schema: databaseSchema }, "Postgres connection lost; the pool reconnects"),
+    });
+  }
   return openSqliteTimerStore({
     path: config.dbPath,
     synchronous: config.dbSynchronous,

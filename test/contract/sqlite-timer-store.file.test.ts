@@ -1,7 +1,9 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { drizzle } from "drizzle-orm/better-sqlite3";
+import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
@@ -62,7 +64,27 @@ describe("SqliteTimerStore database file", () => {
     const second = open(path);
 
     expect(await second.countScheduled()).toBe(1);
-    expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: 3 });
+    expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: 6 });
+  });
+
+  it("when a v1 database with timers is opened, then it is migrated WITHOUT ROWID and its timers are kept at generation 1", async () => {
+    const path = join(folder, "timer.db");
+    const v1Migrations = join(folder, "v1-migrations");
+    cpSync(join(import.meta.dirname, "../../drizzle/sqlite"), v1Migrations, { recursive: true });
+    const journalPath = join(v1Migrations, "meta/_journal.json");
+    const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { idx: number }[] };
+    writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.filter((e) => e.idx === 0) }));
+    const db = new Database(path);
+    migrate(drizzle({ client: db }), { migrationsFolder: v1Migrations });
+    db.prepare(
+      "INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id, command_ts, registered_at, reached_at, updated_at) VALUES ('acme', 'call-1', 'Scheduled', 5, '{\"a\":1}', 'c', 7, 1, NULL, 1)",
+    ).run();
+    db.close();
+
+    const store = open(path);
+
+    expect(await store.get({ tenantId: "acme", serviceCallId: "call-1" })).toMatchObject({ state: "Scheduled", dueAtMs: 5, data: '{"a":1}', commandTs: 7, generation: 1 });
+    expect(inspect(path, (db) => (db.prepare("SELECT sql FROM sqlite_master WHERE name = 'timer_schedules'").get() as { sql: string }).sql)).toMatch(/WITHOUT ROWID$/);
   });
 
   it("when migrationsFolder is given, then the migrations are read from there", () => {

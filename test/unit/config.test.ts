@@ -222,3 +222,61 @@ describe("loadConfig: transport and launch", () => {
     expect(configError({ TIMER_NATS_TOKEN: "t", TIMER_NATS_CREDS_FILE: "/x.creds" }).variable).toBe("TIMER_NATS_CREDS_FILE");
   });
 });
+
+describe("loadConfig: credentials in TIMER_BROKER_URL", () => {
+  it("when the URL carries user:password, then they become the NATS login and leave the URL", () => {
+    const config = loadConfig({ TIMER_BROKER_URL: "nats://svc:p%40ss@nats-1:4222" });
+
+    expect(config.brokerUrls).toEqual(["nats://nats-1:4222"]);
+    expect(config.natsCredentials).toMatchObject({ user: "svc", password: "p@ss" });
+  });
+
+  it("when the URL carries a user part alone, then it is a token (as in the Go client)", () => {
+    const config = loadConfig({ TIMER_BROKER_URL: "tls://s3cr3t-token@nats-1:4443" });
+
+    expect(config.brokerUrls).toEqual(["tls://nats-1:4443"]);
+    expect(config.natsCredentials.token).toBe("s3cr3t-token");
+    expect(config.natsCredentials.user).toBeUndefined();
+  });
+
+  it("when several URLs carry the same login or none, then it applies to all; different logins fail naming TIMER_BROKER_URL", () => {
+    expect(loadConfig({ TIMER_BROKER_URL: "nats://u:p@a:4222,nats://b:4222,u:p@c:4222" }).brokerUrls).toEqual([
+      "nats://a:4222",
+      "nats://b:4222",
+      "nats://c:4222",
+    ]);
+    expect(configError({ TIMER_BROKER_URL: "nats://u:p@a:4222,nats://u:q@b:4222" }).variable).toBe("TIMER_BROKER_URL");
+  });
+
+  it.each([
+    ["TIMER_NATS_USER", { TIMER_NATS_USER: "u", TIMER_NATS_PASSWORD: "p" }],
+    ["TIMER_NATS_TOKEN", { TIMER_NATS_TOKEN: "t" }],
+    ["TIMER_NATS_NKEY_SEED", { TIMER_NATS_NKEY_SEED: "SUA" }],
+    ["TIMER_NATS_CREDS_FILE", { TIMER_NATS_CREDS_FILE: "/x.creds" }],
+  ])("when the URL carries a login and %s is set too, then loading fails naming it", (variable, env) => {
+    const error = configError({ TIMER_BROKER_URL: "nats://u:hunter2@a:4222", ...env });
+
+    expect(error.variable).toBe(variable);
+    expect(error.message).toContain("TIMER_BROKER_URL");
+    expect(error.message).not.toContain("hunter2");
+  });
+
+  it.each([
+    ["a bad port", "nats://svc:hunter2@nats-1:99999"],
+    ["a space in the host", "nats://svc:hunter2@nats 1:4222"],
+    ["an http URL", "http://svc:hunter2@nats-1:4222"],
+    ["a websocket URL", "ws://hunter2@nats-1:8080"],
+    ["a password with a comma", "nats://svc:hun,ter2@nats-1:4222"],
+    ["a password with a slash", "nats://svc:hun/ter2@nats-1:4222"],
+    ["a bad percent escape", "nats://svc:hunter2%zz@nats-1:4222"],
+  ])("when a URL with a password has %s, then the error names TIMER_BROKER_URL and holds no part of the password", (_name, url) => {
+    const error = configError({ TIMER_BROKER_URL: url });
+
+    expect(error.variable).toBe("TIMER_BROKER_URL");
+    for (const part of ["hunter2", "hun", "ter2"]) expect(error.message).not.toContain(part);
+  });
+
+  it("when a URL without credentials is invalid, then the error still quotes it", () => {
+    expect(configError({ TIMER_BROKER_URL: "nats://nats-1:99999" }).message).toContain('"nats://nats-1:99999"');
+  });
+});

@@ -113,6 +113,16 @@ export class MemoryTimerStore implements TimerStore {
     return this.#open().get(timerKeyString(key));
   }
 
+  /** Every stored timer, for the other memory adapters (queries, retention). */
+  timers(): IterableIterator<Timer> {
+    return this.#open().values();
+  }
+
+  /** Removes a timer, for memory retention. */
+  delete(key: TimerKey): boolean {
+    return this.#open().delete(timerKeyString(key));
+  }
+
   isWritable(): boolean {
     return this.#timers !== undefined;
   }

@@ -200,6 +200,11 @@ export class SqliteTimerStore implements TimerStore {
     return this.#db.open;
   }
 
+  /** The connection, for the other SQLite adapters over the same file (queries, retention). */
+  get database(): Database.Database {
+    return this.#db;
+  }
+
   /** Open, and the last write transaction succeeded: readiness reports storage faults with this. */
   isWritable(): boolean {
     return this.#db.open && !this.#lastWriteFailed;

@@ -9,12 +9,15 @@ import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-or
  * (measured ~52 → ~40 µs of CPU per command with 1M timers stored). A future change that makes
  * drizzle-kit recreate the table must repeat that in a custom migration.
  */
+/** Every state of CONTRACT v2 §3: Reached, Missed, Cancelled, Completed, Failed, TimedOut are final. */
+export const TIMER_STATES = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
+
 export const timerSchedules = sqliteTable(
   "timer_schedules",
   {
     tenantId: text("tenant_id").notNull(),
     serviceCallId: text("service_call_id").notNull(),
-    state: text("state", { enum: ["Scheduled", "Reached", "Cancelled"] }).notNull(),
+    state: text("state", { enum: TIMER_STATES }).notNull(),
     /** Null only for a tombstone: the cancel of a key that was never scheduled. */
     dueAt: integer("due_at"),
     /** JSON text of the command's `data` (re-serialized once on ingest), echoed as is in events. */
@@ -27,16 +30,67 @@ export const timerSchedules = sqliteTable(
     registeredAt: integer("registered_at").notNull(),
     reachedAt: integer("reached_at"),
     updatedAt: integer("updated_at").notNull(),
+    /** JSON text of the `repeat` rule of a recurring timer (CONTRACT §10); null for a one-shot. */
+    repeat: text("repeat"),
+    /** Which occurrence `due_at` is (1, 2, …); 1 for a one-shot. */
+    occurrence: integer("occurrence").notNull().default(1),
+    /** `maxLatenessMs` (CONTRACT §10); null: any lateness is fine. */
+    maxLatenessMs: integer("max_lateness_ms"),
+    /** JSON text of `delivery` (CONTRACT §11); null: the timer is not tracked after firing. */
+    delivery: text("delivery"),
+    createdBy: text("created_by"),
+    createdVia: text("created_via"),
+    /** Publishes of the event so far (CONTRACT §11 `attempt`); 0 before the first. */
+    attempt: integer("attempt").notNull().default(0),
+    /** First publish of a tracked timer. */
+    firedAt: integer("fired_at"),
+    completedAt: integer("completed_at"),
+    /** TimerCompleted `result`, or the last TimerFailed `reason`. */
+    result: text("result"),
+    lastReason: text("last_reason"),
+    /** For a `Fired` timer: when it must be looked at again (completion time-out or retry). */
+    deadlineAt: integer("deadline_at"),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.serviceCallId] }),
-    check("timer_schedules_state_check", sql`${t.state} IN ('Scheduled', 'Reached', 'Cancelled')`),
+    check(
+      "timer_schedules_state_check",
+      sql`${t.state} IN ('Scheduled', 'Reached', 'Cancelled', 'Missed', 'Fired', 'Completed', 'Failed', 'TimedOut')`,
+    ),
     check("timer_schedules_due_at_check", sql`${t.dueAt} IS NOT NULL OR ${t.state} = 'Cancelled'`),
     // Partial: Reached and Cancelled rows accumulate forever, the poll must not pay for them.
     // Serves findDue's ORDER BY, nextDueAt's min(due_at) and countScheduled.
     index("timer_schedules_due_idx")
       .on(t.dueAt, t.tenantId, t.serviceCallId)
       .where(sql`${t.state} = 'Scheduled'`),
+    // Queries (CONTRACT §9): a tenant's timers by state, in (dueAt, serviceCallId) order.
+    index("timer_schedules_tenant_state_due_idx").on(t.tenantId, t.state, t.dueAt, t.serviceCallId),
+    // Retention (CONTRACT §7): final timers by their last change.
+    index("timer_schedules_final_updated_idx")
+      .on(t.updatedAt)
+      .where(sql`${t.state} IN ('Reached', 'Cancelled', 'Missed', 'Completed', 'Failed', 'TimedOut')`),
+    // Completion tracking (CONTRACT §11): Fired timers by their next deadline.
+    index("timer_schedules_fired_deadline_idx")
+      .on(t.deadlineAt, t.tenantId, t.serviceCallId)
+      .where(sql`${t.state} = 'Fired'`),
   ],
+);
+
+/**
+ * `CancelTimersByPrefix` commands (CONTRACT §10): kept so that a later-arriving ScheduleTimer for a
+ * matching key with an older timestamp stays cancelled, for as long as retention keeps them.
+ */
+export const timerPrefixCancels = sqliteTable(
+  "timer_prefix_cancels",
+  {
+    tenantId: text("tenant_id").notNull(),
+    serviceCallIdPrefix: text("service_call_id_prefix").notNull(),
+    /** The largest timestampMs of the prefix cancels for this prefix. */
+    commandTs: integer("command_ts").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    /** Where the batched cancelling of matching timers has got to; null once it is done. */
+    progressKey: text("progress_key"),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.serviceCallIdPrefix] })],
 );
 
