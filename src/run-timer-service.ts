@@ -3,6 +3,8 @@ import { createLogger } from "./adapters/logging/pino-logger.js";
 import { systemClock } from "./adapters/clock/system-clock.js";
 import { startTimerService, type RunningTimerService } from "./service.js";
 import { openTimerStore } from "./adapters/open-timer-store.js";
+import { SqliteTimerStore } from "./adapters/sqlite/sqlite-timer-store.js";
+import { readSqliteStoreId } from "./adapters/sqlite/sqlite-store-id.js";
 import { exitWhenParentDies } from "./process/parent-watch.js";
 
 /** Graceful shutdown must end within the contract's 10 s; past this the process exits anyway. */
@@ -49,7 +51,9 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
 
   try {
     const store = await openTimerStore(config, logger);
-    service = await startTimerService(config, { store, logger, clock: systemClock });
+    // A SQLite file serves one instance: the service leases its consumer in the broker (CONTRACT §6).
+    const exclusiveStoreId = store instanceof SqliteTimerStore ? readSqliteStoreId(store.database) : undefined;
+    service = await startTimerService(config, { store, logger, clock: systemClock, ...(exclusiveStoreId === undefined ? {} : { exclusiveStoreId }) });
   } catch (error) {
     logger.fatal({ err: error }, "timer service failed to start");
     process.exit(1);

@@ -15,11 +15,14 @@ import { NatsBroker } from "./adapters/nats/nats-broker.js";
 import { JetStreamEventPublisher } from "./adapters/nats/jetstream-event-publisher.js";
 import { JetStreamAckTracker } from "./adapters/nats/jetstream-ack-tracker.js";
 import { NatsCommandConsumer } from "./adapters/nats/nats-command-consumer.js";
+import { JetStreamConsumerLease } from "./adapters/nats/jetstream-consumer-lease.js";
 
 /** How long a DueTimeReached or CommandRejected publish waits for the stream's ack. */
 const PUBLISH_ACK_TIMEOUT_MS = 5_000;
 /** A shared store's pending count changes under other instances too: read it again this often. */
 const SHARED_PENDING_REFRESH_MS = 15_000;
+/** The JetStream key-value bucket of the SQLite instances' consumer leases (CONTRACT §6). */
+const LEASE_BUCKET = "timer_leases";
 
 /** What the service runs on; tests pass other adapters (a memory store, a fake clock). */
 export interface TimerServiceAdapters {
@@ -27,6 +30,11 @@ export interface TimerServiceAdapters {
   readonly store: TimerStore;
   readonly clock: Clock;
   readonly logger: Logger;
+  /**
+   * Set for a store only one instance may use (SQLite): its database's id. The service then holds a
+   * broker lease on its consumer naming that database, and consumes and fires only while it does.
+   */
+  readonly exclusiveStoreId?: string;
 }
 
 export interface RunningTimerService {
@@ -69,10 +77,12 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
 
   let broker: NatsBroker | undefined;
   let consumer: NatsCommandConsumer | undefined;
+  let lease: JetStreamConsumerLease | undefined;
   const http = new HealthHttpServer(metrics.registry, [
     { name: "storage", ok: () => store.isWritable() },
     { name: "broker", ok: () => broker?.isConnected === true },
     { name: "streams", ok: () => broker?.topologyReady === true && consumer?.pulling === true },
+    ...(adapters.exclusiveStoreId === undefined ? [] : [{ name: "lease", ok: () => lease?.held === true }]),
   ]);
   const address = await http.listen(config.httpPort, config.httpHost);
   logger.info({ host: address.address, port: address.port }, "http listening");
@@ -131,14 +141,32 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     logger,
     onMissingConsumer: () => connectedBroker.topologyLost(),
   });
-  // Overdue timers start firing before the command consumer is up: a restart drains its backlog first.
-  runningLoop.start();
   consumer = commandConsumer;
-  await commandConsumer.start();
-  logger.info(
-    { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, store: config.storage.store, owner },
-    "timer service started",
-  );
+  const startWork = async (): Promise<void> => {
+    // Overdue timers start firing before the command consumer is up: a restart drains its backlog first.
+    runningLoop.start();
+    await commandConsumer.start();
+    logger.info(
+      { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, store: config.storage.store, owner },
+      "timer service started",
+    );
+  };
+  if (adapters.exclusiveStoreId === undefined) {
+    await startWork();
+  } else {
+    lease = new JetStreamConsumerLease(connectedBroker.js, {
+      bucket: LEASE_BUCKET,
+      key: `${config.commandsStream}.${config.consumerName}`,
+      holder: { storeId: adapters.exclusiveStoreId, instance: owner, location: config.dbPath },
+      ttlMs: config.storage.claimTtlMs,
+      replicas: config.storage.streamReplicas,
+      logger,
+      onAcquired: () => void startWork(),
+      // Another database took the consumer while this one was cut off: never work on both.
+      onLost: () => void Promise.all([commandConsumer.stop(), runningLoop.stop()]),
+    });
+    lease.start();
+  }
 
   return {
     http: address,
@@ -147,6 +175,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       clearInterval(pendingRefresh);
       await commandConsumer.stop();
       await runningLoop.stop();
+      await lease?.stop();
       await store.releaseClaims(owner).catch((error: unknown) => logger.warn({ err: error }, "releasing claims failed; they expire by themselves"));
       await connectedBroker.close();
       acks.close();

@@ -1,4 +1,4 @@
-export type CommandType = "ScheduleTimer" | "CancelTimer" | "unknown";
+export type CommandType = "ScheduleTimer" | "CancelTimer" | "CancelTimersByPrefix" | "unknown";
 export type CommandOutcome = "accepted" | "ignored" | "rejected";
 
 /** What the application reports for observability (CONTRACT §5). */
@@ -6,6 +6,8 @@ export interface TimerMetrics {
   commandHandled(type: CommandType, outcome: CommandOutcome): void;
   /** Timers published as `DueTimeReached` and marked `Reached`, with each one's lag in seconds. */
   timersFired(lagSeconds: readonly number[]): void;
+  /** Timers published as `DueTimeMissed` (CONTRACT §8 `timer_schedules_missed_total`). */
+  timersMissed(count: number): void;
   publishFailed(count: number): void;
   pollCompleted(durationSeconds: number, endedAtMs: number): void;
   /** Sets the number of `Scheduled` timers. */

@@ -1,15 +1,41 @@
 import type { Timer, ScheduledTimer, TimerKey } from "../domain/timer.js";
 import type { TimerCommand } from "../domain/timer-command.js";
-import type { CommandDecision } from "../domain/timer-rules.js";
+import type { CommandDecision, DecideContext } from "../domain/timer-rules.js";
+import type { TimerAfterFiring } from "../domain/firing-rules.js";
+import type { PrefixCancel } from "../domain/prefix-cancel.js";
 
-/** Decides what one command does to the current timer of its key; supplied by the application. */
-export type DecideCommand = (current: Timer | undefined, command: TimerCommand) => CommandDecision;
+/**
+ * Decides what one command does to the current timer of its key; supplied by the application. The
+ * store tells it the recorded prefix cancels that bear on the command (see `DecideContext`).
+ */
+export type DecideCommand = (current: Timer | undefined, command: TimerCommand, context: DecideContext) => CommandDecision;
 
-/** What firing a timer needs of it: its key and version, due time, and the content its event carries. */
-export type DueTimer = Pick<ScheduledTimer, "tenantId" | "serviceCallId" | "dueAtMs" | "generation" | "data" | "correlationId">;
+/**
+ * What firing a timer needs of it: its key and version, due time, the content its event carries, its
+ * series and lateness policy, and `prefixCancelTs`: the newest recorded prefix cancel matching its
+ * key (null when none), so that a timer a prefix cancel covers never fires, even before the sweep
+ * has reached it.
+ */
+export type DueTimer = Pick<
+  ScheduledTimer,
+  "tenantId" | "serviceCallId" | "dueAtMs" | "generation" | "data" | "correlationId" | "occurrence" | "repeat" | "maxLatenessMs" | "commandTs" | "reachedAtMs"
+> & { readonly prefixCancelTs: number | null };
 
-/** One firing of one version of a timer: what the mark after publishing checks (CONTRACT §3.1). */
-export type FiredTimer = Pick<DueTimer, "tenantId" | "serviceCallId" | "dueAtMs" | "generation">;
+/**
+ * One firing of one version of a timer: the due time and generation that were read and published
+ * (what the record after publishing checks, CONTRACT §3.1), and what the timer becomes.
+ */
+export interface Firing extends TimerKey {
+  readonly dueAtMs: number;
+  readonly generation: number;
+  readonly next: TimerAfterFiring;
+}
+
+/** Where the background cancelling of one prefix cancel's timers has got to. */
+export interface PrefixCancelSweep extends PrefixCancel {
+  /** The last serviceCallId handled; "" before the first batch. */
+  readonly progressKey: string;
+}
 
 /** Position after the last timer of a page of due timers (keyset pagination, oldest due first). */
 export interface DueCursor {
@@ -43,6 +69,12 @@ export interface TimerStore {
    * command's key (seeing the effect of earlier commands of the same call), asks `decide`, and stores
    * `decision.next` when it is set. Returns the decisions in command order once they are committed.
    * A store shared by several instances makes concurrent calls end as some sequential order would.
+   *
+   * For a command about one key, `context.prefixCancelTs` is the newest recorded prefix cancel whose
+   * prefix the key starts with (including those recorded earlier in the same call). For a
+   * `CancelTimersByPrefix` the store passes `current` undefined and the timestamp recorded for exactly
+   * its prefix; when the decision is `accepted` it records the prefix cancel (timestamp = the
+   * command's, its sweep restarted from the beginning of the prefix).
    */
   applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]>;
 
@@ -54,17 +86,36 @@ export interface TimerStore {
   claimDue(claim: DueClaim): Promise<DueTimer[]>;
 
   /**
-   * Marks the given firings `Reached` at `reachedAtMs`, in one transaction, each only if the timer is
-   * still `Scheduled` with the same dueAtMs and generation (a command that landed after the timer was
-   * read wins) and no other owner holds a live claim on it. Returns the keys that were marked.
+   * Stores what the given firings made of their timers (`firing.next`), in one transaction, each only
+   * if the timer is still `Scheduled` with the dueAtMs and generation that were read (a command that
+   * landed after the timer was read wins, and a stale second record of a recurring timer cannot
+   * advance it twice) and no other owner holds a live claim on it. A timer that stays `Scheduled`
+   * (the next occurrence) loses the claim. Returns the keys that were recorded.
    */
-  markReached(timers: readonly FiredTimer[], reachedAtMs: number, owner: string): Promise<TimerKey[]>;
+  recordFirings(firings: readonly Firing[], owner: string): Promise<TimerKey[]>;
 
   /**
    * Gives up `owner`'s claims (all of them, or only those on `timers`) so that the timers can be
    * claimed again at once: after a failed publish, and at shutdown.
    */
   releaseClaims(owner: string, timers?: readonly TimerKey[]): Promise<void>;
+
+  /** Every recorded prefix cancel whose sweep has not finished, with its progress. */
+  unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]>;
+
+  /**
+   * One bounded step of the sweep of a recorded prefix cancel, in one transaction: takes up to
+   * `limit` timers of the tenant whose serviceCallId starts with the prefix, after the recorded
+   * progress in key order, asks `decide` about each with a `CancelTimer` carrying the prefix
+   * cancel's (current) timestamp and no correlationId, stores each `next`, and records the progress
+   * (finished when fewer than `limit` were left). Returns the decisions, and whether it finished.
+   * A prefix cancel that is unknown or finished returns no decisions and `done`.
+   */
+  sweepPrefixCancel(
+    prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
+    limit: number,
+    decide: DecideCommand,
+  ): Promise<{ readonly decisions: CommandDecision[]; readonly done: boolean }>;
 
   /** The earliest dueAtMs of any `Scheduled` timer, or null when none is scheduled. */
   nextDueAt(): Promise<number | null>;

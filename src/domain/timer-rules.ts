@@ -1,64 +1,115 @@
-import type { Timer } from "./timer.js";
-import type { CancelTimerCommand, ScheduleTimerCommand, TimerCommand } from "./timer-command.js";
+import { isFinal, type Timer } from "./timer.js";
+import { sameRecurrence } from "./recurrence.js";
+import type { CancelTimerCommand, CancelTimersByPrefixCommand, KeyCommand, ScheduleTimerCommand, TimerCommand } from "./timer-command.js";
 
 /**
  * What applying one command does to one timer.
- * - `accepted`: the command created or changed the timer; `next` is what to store.
+ * - `accepted`: the command created or changed the timer; `next` is what to store. For a
+ *   `CancelTimersByPrefix` there is no `next`: `accepted` means "record the prefix cancel".
  * - `ignored`: nothing observable changed. `next` is set when only `commandTs` moved forward and must
- *   still be stored (CONTRACT §3.2: "commandTs becomes its timestampMs even when it changes nothing").
+ *   still be stored (CONTRACT §3.2: "commandTs becomes its timestampMs even when it changes nothing"),
+ *   or when a recorded prefix cancel not yet applied to this timer cancelled it.
  */
 export type CommandDecision =
-  | { readonly outcome: "accepted"; readonly previous: Timer | undefined; readonly next: Timer }
+  | { readonly outcome: "accepted"; readonly previous: Timer | undefined; readonly next?: Timer }
   | { readonly outcome: "ignored"; readonly previous: Timer | undefined; readonly next?: Timer };
 
-/** Decides the effect of `command` on the `current` timer of its key (CONTRACT §3). Pure. */
-export function decideCommand(current: Timer | undefined, command: TimerCommand, nowMs: number): CommandDecision {
+/**
+ * What the store knows besides the timer. For a command about one key: the newest timestamp of
+ * the recorded prefix cancels that match the key. For a `CancelTimersByPrefix`: the timestamp
+ * already recorded for exactly its prefix. Null when there is none.
+ */
+export interface DecideContext {
+  readonly prefixCancelTs: number | null;
+}
+
+const NO_CONTEXT: DecideContext = { prefixCancelTs: null };
+
+/** Decides the effect of `command` on the `current` timer of its key (CONTRACT §3, §10). Pure. */
+export function decideCommand(current: Timer | undefined, command: TimerCommand, nowMs: number, context: DecideContext = NO_CONTEXT): CommandDecision {
+  if (command.kind === "cancelPrefix") return decidePrefixCancel(command, context.prefixCancelTs);
+  const { prefixCancelTs } = context;
+  if (prefixCancelTs !== null && current === undefined && command.kind === "schedule" && command.timestampMs <= prefixCancelTs) {
+    // A key the prefix cancel covers though it was unknown then: as if it had cancelled it.
+    return { outcome: "ignored", previous: current };
+  }
+  const base = applyPrefixCancel(current, prefixCancelTs, nowMs);
+  const decision = decideKeyCommand(base, command, nowMs);
+  if (base === current) return decision;
+  // The prefix cancel changed the timer first: that is stored whatever the command does.
+  return { outcome: decision.outcome, previous: current, next: decision.next ?? base! };
+}
+
+/**
+ * A recorded prefix cancel the background sweep has not applied to this timer yet applies first,
+ * as a `CancelTimer` with its timestamp would have.
+ */
+function applyPrefixCancel(current: Timer | undefined, prefixCancelTs: number | null, nowMs: number): Timer | undefined {
+  if (current === undefined || prefixCancelTs === null || isFinal(current.state) || current.commandTs > prefixCancelTs) return current;
+  const cancel: CancelTimerCommand = { kind: "cancel", tenantId: current.tenantId, serviceCallId: current.serviceCallId, correlationId: null, timestampMs: prefixCancelTs };
+  return decideCancel(current, cancel, nowMs).next ?? current;
+}
+
+function decideKeyCommand(current: Timer | undefined, command: KeyCommand, nowMs: number): CommandDecision {
   return command.kind === "schedule" ? decideSchedule(current, command, nowMs) : decideCancel(current, command, nowMs);
 }
 
-function isStale(current: Timer, command: TimerCommand): boolean {
+/** A prefix cancel is recorded unless the same prefix was cancelled at the same or a later time. */
+function decidePrefixCancel(command: CancelTimersByPrefixCommand, recordedTs: number | null): CommandDecision {
+  return { outcome: recordedTs === null || command.timestampMs > recordedTs ? "accepted" : "ignored", previous: undefined };
+}
+
+function isStale(current: Timer, command: KeyCommand): boolean {
   return command.timestampMs < current.commandTs;
 }
 
-function newTimer(
-  command: TimerCommand,
-  state: Timer["state"],
-  dueAtMs: number | null,
-  data: string | null,
-  correlationId: string | null,
-  nowMs: number,
-): Timer {
+function newTimer(command: KeyCommand, state: Timer["state"], nowMs: number): Timer {
   const { tenantId, serviceCallId, timestampMs } = command;
+  const schedule = command.kind === "schedule" ? command : undefined;
   return {
     tenantId,
     serviceCallId,
     state,
-    dueAtMs,
-    data,
-    correlationId,
+    dueAtMs: schedule?.dueAtMs ?? null,
+    data: schedule?.data ?? null,
+    correlationId: schedule?.correlationId ?? null,
     commandTs: timestampMs,
     generation: 1,
     registeredAtMs: nowMs,
     reachedAtMs: null,
     updatedAtMs: nowMs,
+    repeat: schedule?.repeat ?? null,
+    occurrence: 1,
+    maxLatenessMs: schedule?.maxLatenessMs ?? null,
   };
 }
 
+/** The command would fire the same thing as the timer: same due time (or series), data, correlationId, repeat. */
+function firesTheSame(current: Timer, command: ScheduleTimerCommand): boolean {
+  const repeat = command.repeat ?? null;
+  return (
+    current.state === "Scheduled" &&
+    // A recurring timer has moved on from its first due time, which its rule remembers.
+    (repeat !== null || current.dueAtMs === command.dueAtMs) &&
+    sameRecurrence(current.repeat, repeat) &&
+    current.data === command.data &&
+    current.correlationId === command.correlationId
+  );
+}
+
 function decideSchedule(current: Timer | undefined, command: ScheduleTimerCommand, nowMs: number): CommandDecision {
-  if (current === undefined) {
-    return { outcome: "accepted", previous: current, next: newTimer(command, "Scheduled", command.dueAtMs, command.data, command.correlationId, nowMs) };
-  }
-  if (current.state === "Reached" || isStale(current, command)) return { outcome: "ignored", previous: current };
+  if (current === undefined) return { outcome: "accepted", previous: current, next: newTimer(command, "Scheduled", nowMs) };
+  if (isFinal(current.state) || isStale(current, command)) return { outcome: "ignored", previous: current };
   // At an equal timestamp the cancel wins, so a redelivered schedule cannot undo it.
   if (current.state === "Cancelled" && command.timestampMs === current.commandTs) {
     return { outcome: "ignored", previous: current };
   }
-  const unchanged =
-    current.state === "Scheduled" &&
-    current.dueAtMs === command.dueAtMs &&
-    current.data === command.data &&
-    current.correlationId === command.correlationId;
-  if (unchanged) return bumpCommandTs(current, command.timestampMs, nowMs);
+  const maxLatenessMs = command.maxLatenessMs ?? null;
+  if (firesTheSame(current, command)) {
+    if (current.maxLatenessMs === maxLatenessMs) return bumpCommandTs(current, command.timestampMs, nowMs);
+    // Only the lateness policy changed: stored, but the same version fires (no new generation).
+    return { outcome: "accepted", previous: current, next: { ...current, maxLatenessMs, commandTs: command.timestampMs, updatedAtMs: nowMs } };
+  }
   return {
     outcome: "accepted",
     previous: current,
@@ -73,6 +124,9 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
       generation: current.generation + 1,
       reachedAtMs: null,
       updatedAtMs: nowMs,
+      repeat: command.repeat ?? null,
+      occurrence: 1,
+      maxLatenessMs,
     },
   };
 }
@@ -80,9 +134,9 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
 function decideCancel(current: Timer | undefined, command: CancelTimerCommand, nowMs: number): CommandDecision {
   if (current === undefined) {
     // A tombstone, so that an older ScheduleTimer arriving late cannot resurrect the key.
-    return { outcome: "accepted", previous: current, next: newTimer(command, "Cancelled", null, null, null, nowMs) };
+    return { outcome: "accepted", previous: current, next: newTimer(command, "Cancelled", nowMs) };
   }
-  if (current.state === "Reached" || isStale(current, command)) return { outcome: "ignored", previous: current };
+  if (isFinal(current.state) || isStale(current, command)) return { outcome: "ignored", previous: current };
   if (current.state === "Cancelled") return bumpCommandTs(current, command.timestampMs, nowMs);
   return {
     outcome: "accepted",

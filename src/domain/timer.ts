@@ -1,8 +1,15 @@
+import type { Recurrence } from "./recurrence.js";
+
 /**
- * The lifecycle of a timer (CONTRACT §3). `Reached` is final; a `Cancelled` timer is final unless a
- * newer `ScheduleTimer` re-arms it.
+ * The lifecycle of a timer (CONTRACT §3, §10). `Reached` and `Missed` are final; a `Cancelled` timer
+ * is final unless a newer `ScheduleTimer` re-arms it.
  */
-export type TimerState = "Scheduled" | "Reached" | "Cancelled";
+export type TimerState = "Scheduled" | "Reached" | "Cancelled" | "Missed";
+
+/** States no command changes any more (CONTRACT §3.4). */
+export function isFinal(state: TimerState): boolean {
+  return state !== "Scheduled" && state !== "Cancelled";
+}
 
 /** A timer is identified by its tenant and the caller's id; tenants never see each other's timers. */
 export interface TimerKey {
@@ -23,8 +30,12 @@ export function timerKeyString(key: TimerKey): string {
  * `dueAtMs` is null only for a tombstone: a `CancelTimer` for a key that was never scheduled.
  * `commandTs` is the largest `timestampMs` of the commands applied to the timer (CONTRACT §3.2).
  * `generation` is 1 when the timer is created and grows by one each time a command changes what it
- * fires (due time, data, correlationId) or re-arms it (CONTRACT §10); it names one version of the
- * timer in event ids and guards the mark after publishing (§3.1).
+ * fires (due time, data, correlationId, repeat) or re-arms it (CONTRACT §10); it names one version of
+ * the timer in event ids and guards the mark after publishing (§3.1). A change of `maxLatenessMs`
+ * alone is stored without a new generation: it decides how an occurrence goes out, not what it is.
+ * `repeat` is null for a one-shot timer; `occurrence` is the number of the occurrence `dueAtMs` is
+ * (1 for a one-shot). `reachedAtMs` is when the timer last fired (a recurring timer fires many times).
+ * `maxLatenessMs` null: any lateness is fine.
  */
 export interface Timer extends TimerKey {
   readonly state: TimerState;
@@ -36,6 +47,9 @@ export interface Timer extends TimerKey {
   readonly registeredAtMs: number;
   readonly reachedAtMs: number | null;
   readonly updatedAtMs: number;
+  readonly repeat: Recurrence | null;
+  readonly occurrence: number;
+  readonly maxLatenessMs: number | null;
 }
 
 /** A timer that is due to fire: `Scheduled` always has a due time. */

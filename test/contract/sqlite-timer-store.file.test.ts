@@ -64,7 +64,7 @@ describe("SqliteTimerStore database file", () => {
     const second = open(path);
 
     expect(await second.countScheduled()).toBe(1);
-    expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: 6 });
+    expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: 8 });
   });
 
   it("when a v1 database with timers is opened, then it is migrated WITHOUT ROWID and its timers are kept at generation 1", async () => {

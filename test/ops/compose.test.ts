@@ -45,21 +45,44 @@ describe("docker-compose.yml", () => {
     expect(result.code, result.output).toBe(0);
   });
 
-  it("when docker-compose resolves it, then nats, timer-service, prometheus and grafana are defined", ({ skip }) => {
+  it("when docker-compose resolves it, then nats, timer-service, prometheus, grafana and the postgres stack are defined", ({ skip }) => {
     const result = runCommand(requireCompose(skip), ["config", "--services"]);
     expect(result.code, result.output).toBe(0);
-    expect(result.output.trim().split("\n").sort()).toEqual(["grafana", "nats", "prometheus", "timer-service"]);
+    expect(result.output.trim().split("\n").sort()).toEqual([
+      "grafana",
+      "nats",
+      "postgres",
+      "prometheus",
+      "timer-service",
+      "timer-service-pg-1",
+      "timer-service-pg-2",
+    ]);
   });
 
-  it("when docker-compose resolves it, then grafana alone is under the dashboards profile (off by default)", ({ skip }) => {
+  it("when docker-compose resolves it, then grafana is under dashboards and the postgres stack under postgres (both off by default)", ({ skip }) => {
     const result = runCommand(requireCompose(skip), ["config"]);
     expect(result.code, result.output).toBe(0);
     expect(profilesByService(result.output)).toEqual({
       grafana: ["dashboards"],
       nats: [],
+      postgres: ["postgres"],
       prometheus: [],
       "timer-service": [],
+      "timer-service-pg-1": ["postgres"],
+      "timer-service-pg-2": ["postgres"],
     });
+  });
+
+  it("when the postgres profile resolves, then both replicas use Postgres and a consumer of their own", ({ skip }) => {
+    const result = runCommand(requireCompose(skip), ["config"]);
+    expect(result.code, result.output).toBe(0);
+    for (const replica of ["timer-service-pg-1", "timer-service-pg-2"]) {
+      const service = new RegExp(`^  ${replica}:\\n([\\s\\S]*?)(?=^  \\S|^\\S)`, "m").exec(result.output)?.[1] ?? "";
+      expect(service).toMatch(/^      TIMER_STORE: postgres$/m);
+      expect(service).toMatch(/^      TIMER_DATABASE_URL: postgres:\/\/\S+@postgres:5432\/\S+$/m);
+      expect(service).toMatch(/^      TIMER_CONSUMER: timer-service-pg$/m);
+      expect(service).toMatch(/^      TIMER_BROKER_URL: nats:\/\/nats:4222$/m);
+    }
   });
 
   it("when .env.example holds host values, then the container still gets the broker, database and address it needs", ({ skip }) => {

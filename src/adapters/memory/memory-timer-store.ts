@@ -1,7 +1,15 @@
-import type { DecideCommand, DueClaim, DueCursor, DueTimer, FiredTimer, TimerStore } from "../../app/timer-store.js";
+import type { DecideCommand, DueClaim, DueCursor, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
 import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
-import type { TimerCommand } from "../../domain/timer-command.js";
+import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
+import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
+
+/** A recorded prefix cancel; `progressKey` null once its sweep has finished. */
+interface PrefixCancelRecord extends PrefixCancel {
+  readonly progressKey: string | null;
+}
+
+const prefixKey = (tenantId: string, prefix: string) => `${tenantId}\u0000${prefix}`;
 
 /**
  * Orders strings as SQLite's BINARY collation does (memcmp of UTF-8), which is code point order.
@@ -37,18 +45,37 @@ function compareDue(a: DueCursor, b: DueCursor): number {
 export class MemoryTimerStore implements TimerStore {
   #timers: Map<string, Timer> | undefined = new Map();
   readonly #claims = new Map<string, { readonly owner: string; readonly untilMs: number }>();
+  readonly #prefixCancels = new Map<string, PrefixCancelRecord>();
+  #prefixIndex = new PrefixCancelIndex();
 
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
     const timers = this.#open();
     // Staged apart and copied in only when every command is decided: all or nothing.
     const staged = new Map<string, Timer>();
+    const stagedPrefixes = new Map<string, PrefixCancelRecord>();
+    const index = new PrefixCancelIndex([...this.#prefixCancels.values()]);
     const decisions = commands.map((command) => {
+      if (command.kind === "cancelPrefix") {
+        const { tenantId, serviceCallIdPrefix, timestampMs } = command;
+        const pk = prefixKey(tenantId, serviceCallIdPrefix);
+        const recorded = stagedPrefixes.get(pk) ?? this.#prefixCancels.get(pk);
+        const decision = decide(undefined, command, { prefixCancelTs: recorded?.commandTs ?? null });
+        if (decision.outcome === "accepted") {
+          const record = { tenantId, serviceCallIdPrefix, commandTs: timestampMs, progressKey: "" };
+          stagedPrefixes.set(pk, record);
+          index.add(record);
+        }
+        return decision;
+      }
       const key = timerKeyString(command);
-      const decision = decide(staged.get(key) ?? timers.get(key), command);
+      const prefixCancelTs = index.latestFor(command.tenantId, command.serviceCallId);
+      const decision = decide(staged.get(key) ?? timers.get(key), command, { prefixCancelTs });
       if (decision.next !== undefined) staged.set(key, { ...decision.next });
       return decision;
     });
     for (const [key, timer] of staged) timers.set(key, timer);
+    for (const [key, record] of stagedPrefixes) this.#prefixCancels.set(key, record);
+    this.#prefixIndex = index;
     return decisions;
   }
 
@@ -61,29 +88,65 @@ export class MemoryTimerStore implements TimerStore {
       .sort(compareDue)
       .slice(0, limit);
     for (const timer of due) this.#claims.set(timerKeyString(timer), { owner, untilMs: leaseUntilMs });
-    return due.map(({ tenantId, serviceCallId, dueAtMs, generation, data, correlationId }) => ({
-      tenantId,
-      serviceCallId,
-      dueAtMs,
-      generation,
-      data,
-      correlationId,
+    return due.map((t) => ({
+      tenantId: t.tenantId,
+      serviceCallId: t.serviceCallId,
+      dueAtMs: t.dueAtMs,
+      generation: t.generation,
+      data: t.data,
+      correlationId: t.correlationId,
+      occurrence: t.occurrence,
+      repeat: t.repeat,
+      maxLatenessMs: t.maxLatenessMs,
+      commandTs: t.commandTs,
+      reachedAtMs: t.reachedAtMs,
+      prefixCancelTs: this.#prefixIndex.latestFor(t.tenantId, t.serviceCallId),
     }));
   }
 
-  async markReached(timers: readonly FiredTimer[], reachedAtMs: number, owner: string): Promise<TimerKey[]> {
+  async recordFirings(firings: readonly Firing[], owner: string): Promise<TimerKey[]> {
     const stored = this.#open();
-    const marked: TimerKey[] = [];
-    for (const timer of timers) {
-      const key = timerKeyString(timer);
+    const recorded: TimerKey[] = [];
+    for (const firing of firings) {
+      const key = timerKeyString(firing);
       const current = stored.get(key);
-      const unchanged = isScheduled(current) && current.dueAtMs === timer.dueAtMs && current.generation === timer.generation;
-      if (!unchanged || this.#heldByOther(key, owner, reachedAtMs)) continue;
-      stored.set(key, { ...current, state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs });
+      const unchanged = isScheduled(current) && current.dueAtMs === firing.dueAtMs && current.generation === firing.generation;
+      if (!unchanged || this.#heldByOther(key, owner, firing.next.updatedAtMs)) continue;
+      stored.set(key, { ...current, ...firing.next });
       this.#claims.delete(key);
-      marked.push({ tenantId: timer.tenantId, serviceCallId: timer.serviceCallId });
+      recorded.push({ tenantId: firing.tenantId, serviceCallId: firing.serviceCallId });
     }
-    return marked;
+    return recorded;
+  }
+
+  async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
+    this.#open();
+    return [...this.#prefixCancels.values()].flatMap(({ progressKey, ...cancel }) => (progressKey === null ? [] : [{ ...cancel, progressKey }]));
+  }
+
+  async sweepPrefixCancel(
+    prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
+    limit: number,
+    decide: DecideCommand,
+  ): Promise<{ decisions: CommandDecision[]; done: boolean }> {
+    const timers = this.#open();
+    const pk = prefixKey(prefix.tenantId, prefix.serviceCallIdPrefix);
+    const record = this.#prefixCancels.get(pk);
+    if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
+    const { progressKey, commandTs } = record;
+    const batch = [...timers.values()]
+      .filter((t) => t.tenantId === prefix.tenantId && t.serviceCallId.startsWith(prefix.serviceCallIdPrefix))
+      .filter((t) => progressKey === "" || compareUtf8(t.serviceCallId, progressKey) > 0)
+      .sort((a, b) => compareUtf8(a.serviceCallId, b.serviceCallId))
+      .slice(0, limit);
+    const staged = batch.map((timer) => {
+      const cancel: CancelTimerCommand = { kind: "cancel", tenantId: timer.tenantId, serviceCallId: timer.serviceCallId, correlationId: null, timestampMs: commandTs };
+      return decide(timer, cancel, { prefixCancelTs: null });
+    });
+    for (const decision of staged) if (decision.next !== undefined) timers.set(timerKeyString(decision.next), { ...decision.next });
+    const done = batch.length < limit;
+    this.#prefixCancels.set(pk, { ...record, progressKey: done ? null : batch[batch.length - 1]!.serviceCallId });
+    return { decisions: staged, done };
   }
 
   async releaseClaims(owner: string, timers?: readonly TimerKey[]): Promise<void> {

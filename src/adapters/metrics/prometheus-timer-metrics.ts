@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { CommandOutcome, CommandType, TimerMetrics } from "../../app/timer-metrics.js";
 
-const COMMAND_TYPES: readonly CommandType[] = ["ScheduleTimer", "CancelTimer", "unknown"];
+const COMMAND_TYPES: readonly CommandType[] = ["ScheduleTimer", "CancelTimer", "CancelTimersByPrefix", "unknown"];
 const OUTCOMES: readonly CommandOutcome[] = ["accepted", "ignored", "rejected"];
 
 /** The metrics of CONTRACT §5 on a prom-client registry of their own, plus process defaults. */
@@ -16,6 +16,11 @@ export class PrometheusTimerMetrics implements TimerMetrics {
   private readonly processed = new Counter({
     name: "timer_schedules_processed_total",
     help: "Timers published as DueTimeReached and marked Reached.",
+    registers: [this.registry],
+  });
+  private readonly missed = new Counter({
+    name: "timer_schedules_missed_total",
+    help: "DueTimeMissed published: an occurrence more than its maxLatenessMs late.",
     registers: [this.registry],
   });
   private readonly pollDuration = new Histogram({
@@ -64,6 +69,10 @@ export class PrometheusTimerMetrics implements TimerMetrics {
   timersFired(lagSeconds: readonly number[]): void {
     this.processed.inc(lagSeconds.length);
     for (const lag of lagSeconds) this.fireLag.observe(lag);
+  }
+
+  timersMissed(count: number): void {
+    this.missed.inc(count);
   }
 
   publishFailed(count: number): void {

@@ -62,16 +62,16 @@ const CLAIMABLE = `
 
 function claimDue(afterCursor: string): string {
   return `
-  WITH claimed AS (
+  WITH picked AS MATERIALIZED (
+    SELECT tenant_id, service_call_id FROM timer_schedules
+    WHERE ${CLAIMABLE} ${afterCursor}
+    ORDER BY due_at, tenant_id, service_call_id
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+  ), claimed AS (
     UPDATE timer_schedules t SET claimed_by = $1, claimed_until = $2
-    FROM (
-      SELECT tenant_id, service_call_id FROM timer_schedules
-      WHERE ${CLAIMABLE} ${afterCursor}
-      ORDER BY due_at, tenant_id, service_call_id
-      LIMIT $4
-      FOR UPDATE SKIP LOCKED
-    ) c
-    WHERE t.tenant_id = c.tenant_id AND t.service_call_id = c.service_call_id
+    FROM picked p
+    WHERE t.tenant_id = p.tenant_id AND t.service_call_id = p.service_call_id
     RETURNING t.tenant_id, t.service_call_id, t.due_at, t.generation, t.data, t.correlation_id
   )
   SELECT tenant_id AS "tenantId", service_call_id AS "serviceCallId", due_at AS "dueAtMs", generation, data,
@@ -82,8 +82,10 @@ function claimDue(afterCursor: string): string {
 
 /**
  * Claims due timers: $1 owner, $2 lease until, $3 now, $4 limit. Rows another transaction holds
- * locked (a batch changing them, another instance claiming them) are skipped, not waited for.
- * RETURNING has no order, hence the outer ORDER BY.
+ * locked (a batch changing them, another instance claiming them) are skipped, not waited for; a
+ * row changed meanwhile is checked again on its newest version. `picked` is evaluated exactly once
+ * (MATERIALIZED), so no rescan can lock more than `limit` rows. RETURNING has no order, hence the
+ * outer ORDER BY.
  */
 export const CLAIM_DUE = claimDue("");
 

@@ -4,10 +4,12 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import type { DecideCommand, DueClaim, DueCursor, DueTimer, FiredTimer, TimerStore } from "../../app/timer-store.js";
+import type { DecideCommand, DueClaim, DueCursor, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
-import type { TimerCommand } from "../../domain/timer-command.js";
+import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
+import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
+import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 
 export interface SqliteTimerStoreOptions {
@@ -62,19 +64,36 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
   }
 }
 
-// Aliased to the field names of Timer, so a row is a Timer without mapping.
+// Aliased to the field names of Timer, so a row is a Timer but for the text of `repeat`.
 const TIMER_COLUMNS = `
   tenant_id AS tenantId, service_call_id AS serviceCallId, state, due_at AS dueAtMs, data,
   correlation_id AS correlationId, command_ts AS commandTs, generation, registered_at AS registeredAtMs,
-  reached_at AS reachedAtMs, updated_at AS updatedAtMs`;
+  reached_at AS reachedAtMs, updated_at AS updatedAtMs, repeat, occurrence, max_lateness_ms AS maxLatenessMs`;
 
 // Only what firing needs: building row objects is most of findDue's cost in a burst.
-const DUE_TIMER_COLUMNS =
-  "tenant_id AS tenantId, service_call_id AS serviceCallId, due_at AS dueAtMs, generation, data, correlation_id AS correlationId";
+const DUE_TIMER_COLUMNS = `tenant_id AS tenantId, service_call_id AS serviceCallId, due_at AS dueAtMs, generation, data,
+  correlation_id AS correlationId, occurrence, repeat, max_lateness_ms AS maxLatenessMs, command_ts AS commandTs, reached_at AS reachedAtMs`;
+
+/** A row as SQLite returns it: `repeat` is JSON text (see recurrenceText). */
+type Row<T> = Omit<T, "repeat"> & { repeat: string | null };
+type TimerRow = Row<Timer>;
+type DueTimerRow = Row<Omit<DueTimer, "prefixCancelTs">>;
+type StoredTimer = Omit<Timer, "repeat"> & { repeat: string | null };
+
+function timerOf(row: TimerRow | undefined): Timer | undefined {
+  if (row === undefined) return undefined;
+  return { ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) };
+}
+
+function storedOf(timer: Timer): StoredTimer {
+  return { ...timer, repeat: timer.repeat === null ? null : recurrenceText(timer.repeat) };
+}
 
 // Queries of Scheduled timers spell `state = 'Scheduled'` literally, so the planner matches the
 // partial index timer_schedules_due_idx once at prepare time instead of re-planning per binding.
 const DUE_ORDER = "ORDER BY due_at, tenant_id, service_call_id LIMIT @limit";
+
+type PrefixCancelKey = Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">;
 
 /**
  * Timers in one SQLite table (`timer_schedules`). The hot paths use better-sqlite3 prepared
@@ -86,15 +105,26 @@ const DUE_ORDER = "ORDER BY due_at, tenant_id, service_call_id LIMIT @limit";
 export class SqliteTimerStore implements TimerStore {
   #lastWriteFailed = false;
   readonly #db: Database.Database;
-  readonly #selectByKey: Database.Statement<[TimerKey], Timer>;
-  readonly #upsert: Database.Statement<[Timer]>;
-  readonly #selectDue: Database.Statement<[{ nowMs: number; limit: number }], DueTimer>;
-  readonly #selectDueAfter: Database.Statement<[DueCursor & { nowMs: number; limit: number }], DueTimer>;
-  readonly #markReached: Database.Statement<[FiredTimer & { reachedAtMs: number }]>;
+  readonly #selectByKey: Database.Statement<[TimerKey], TimerRow>;
+  readonly #upsert: Database.Statement<[StoredTimer]>;
+  readonly #selectDue: Database.Statement<[{ nowMs: number; limit: number }], DueTimerRow>;
+  readonly #selectDueAfter: Database.Statement<[DueCursor & { nowMs: number; limit: number }], DueTimerRow>;
+  readonly #recordFiring: Database.Statement<[Record<string, unknown>]>;
   readonly #selectNextDueAt: Database.Statement<[], { dueAtMs: number | null }>;
   readonly #countScheduled: Database.Statement<[], { count: number }>;
+  readonly #selectPrefixCancels: Database.Statement<[], PrefixCancel & { progressKey: string | null }>;
+  readonly #selectPrefixCancel: Database.Statement<[PrefixCancelKey], { commandTs: number; progressKey: string | null }>;
+  readonly #upsertPrefixCancel: Database.Statement<[PrefixCancel & { nowMs: number }]>;
+  readonly #updatePrefixProgress: Database.Statement<[PrefixCancelKey & { progressKey: string | null }]>;
+  readonly #sweepSelects = new Map<string, Database.Statement<[Record<string, unknown>], TimerRow>>();
   readonly #applyAll: (commands: readonly TimerCommand[], decide: DecideCommand) => CommandDecision[];
-  readonly #markAll: (timers: readonly FiredTimer[], reachedAtMs: number) => TimerKey[];
+  readonly #recordAll: (firings: readonly Firing[]) => TimerKey[];
+  readonly #sweepStep: (prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => { decisions: CommandDecision[]; done: boolean };
+  /**
+   * Every recorded prefix cancel, for the lookups of commands and firing. This store is the only
+   * writer of its file (CONTRACT §6), so the cache is exact: rebuilt from the table when a write fails.
+   */
+  #prefixIndex = new PrefixCancelIndex();
 
   readonly #checkpointer: WalCheckpointer | undefined;
 
@@ -106,14 +136,15 @@ export class SqliteTimerStore implements TimerStore {
     );
     this.#upsert = db.prepare(`
       INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id,
-        command_ts, generation, registered_at, reached_at, updated_at)
+        command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms)
       VALUES (@tenantId, @serviceCallId, @state, @dueAtMs, @data, @correlationId,
-        @commandTs, @generation, @registeredAtMs, @reachedAtMs, @updatedAtMs)
+        @commandTs, @generation, @registeredAtMs, @reachedAtMs, @updatedAtMs, @repeat, @occurrence, @maxLatenessMs)
       ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET
         state = excluded.state, due_at = excluded.due_at, data = excluded.data,
         correlation_id = excluded.correlation_id, command_ts = excluded.command_ts,
         generation = excluded.generation, registered_at = excluded.registered_at, reached_at = excluded.reached_at,
-        updated_at = excluded.updated_at`);
+        updated_at = excluded.updated_at, repeat = excluded.repeat, occurrence = excluded.occurrence,
+        max_lateness_ms = excluded.max_lateness_ms`);
     this.#selectDue = db.prepare(
       `SELECT ${DUE_TIMER_COLUMNS} FROM timer_schedules WHERE state = 'Scheduled' AND due_at <= @nowMs ${DUE_ORDER}`,
     );
@@ -122,10 +153,27 @@ export class SqliteTimerStore implements TimerStore {
       WHERE state = 'Scheduled' AND due_at <= @nowMs
         AND (due_at, tenant_id, service_call_id) > (@dueAtMs, @tenantId, @serviceCallId)
       ${DUE_ORDER}`);
-    this.#markReached = db.prepare(`
-      UPDATE timer_schedules SET state = 'Reached', reached_at = @reachedAtMs, updated_at = @reachedAtMs
+    this.#recordFiring = db.prepare(`
+      UPDATE timer_schedules SET state = @state, due_at = @nextDueAtMs, occurrence = @occurrence,
+        reached_at = @reachedAtMs, command_ts = @commandTs, updated_at = @updatedAtMs
       WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Scheduled'
         AND due_at = @dueAtMs AND generation = @generation`);
+    this.#selectPrefixCancels = db.prepare(`
+      SELECT tenant_id AS tenantId, service_call_id_prefix AS serviceCallIdPrefix, command_ts AS commandTs,
+        progress_key AS progressKey
+      FROM timer_prefix_cancels`);
+    this.#selectPrefixCancel = db.prepare(`
+      SELECT command_ts AS commandTs, progress_key AS progressKey FROM timer_prefix_cancels
+      WHERE tenant_id = @tenantId AND service_call_id_prefix = @serviceCallIdPrefix`);
+    this.#upsertPrefixCancel = db.prepare(`
+      INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key)
+      VALUES (@tenantId, @serviceCallIdPrefix, @commandTs, @nowMs, '')
+      ON CONFLICT (tenant_id, service_call_id_prefix) DO UPDATE SET
+        command_ts = excluded.command_ts, updated_at = excluded.updated_at, progress_key = ''`);
+    this.#updatePrefixProgress = db.prepare(`
+      UPDATE timer_prefix_cancels SET progress_key = @progressKey
+      WHERE tenant_id = @tenantId AND service_call_id_prefix = @serviceCallIdPrefix`);
+    this.#loadPrefixIndex();
     this.#selectNextDueAt = db.prepare(
       "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE state = 'Scheduled'",
     );
@@ -135,36 +183,113 @@ export class SqliteTimerStore implements TimerStore {
     // fail with SQLITE_BUSY at the upgrade without waiting for busy_timeout.
     this.#applyAll = db.transaction((commands: readonly TimerCommand[], decide: DecideCommand) =>
       commands.map((command) => {
+        if (command.kind === "cancelPrefix") {
+          const { tenantId, serviceCallIdPrefix, timestampMs } = command;
+          const recorded = this.#prefixIndex.get(tenantId, serviceCallIdPrefix) ?? null;
+          const decision = decide(undefined, command, { prefixCancelTs: recorded });
+          if (decision.outcome === "accepted") {
+            const cancel = { tenantId, serviceCallIdPrefix, commandTs: timestampMs };
+            this.#upsertPrefixCancel.run({ ...cancel, nowMs: Date.now() });
+            this.#prefixIndex.add(cancel);
+          }
+          return decision;
+        }
         const { tenantId, serviceCallId } = command;
-        const decision = decide(this.#selectByKey.get({ tenantId, serviceCallId }), command);
-        if (decision.next !== undefined) this.#upsert.run(decision.next);
+        const prefixCancelTs = this.#prefixIndex.latestFor(tenantId, serviceCallId);
+        const decision = decide(timerOf(this.#selectByKey.get({ tenantId, serviceCallId })), command, { prefixCancelTs });
+        if (decision.next !== undefined) this.#upsert.run(storedOf(decision.next));
         return decision;
       }),
     ).immediate;
-    this.#markAll = db.transaction((timers: readonly FiredTimer[], reachedAtMs: number) => {
-      const marked: TimerKey[] = [];
-      for (const { tenantId, serviceCallId, dueAtMs, generation } of timers) {
-        if (this.#markReached.run({ tenantId, serviceCallId, dueAtMs, generation, reachedAtMs }).changes === 1) {
-          marked.push({ tenantId, serviceCallId });
-        }
+    this.#recordAll = db.transaction((firings: readonly Firing[]) => {
+      const recorded: TimerKey[] = [];
+      for (const { tenantId, serviceCallId, dueAtMs, generation, next } of firings) {
+        const { state, occurrence, reachedAtMs, commandTs, updatedAtMs } = next;
+        const changes = this.#recordFiring.run({
+          tenantId, serviceCallId, dueAtMs, generation, state, nextDueAtMs: next.dueAtMs, occurrence, reachedAtMs, commandTs, updatedAtMs,
+        }).changes;
+        if (changes === 1) recorded.push({ tenantId, serviceCallId });
       }
-      return marked;
+      return recorded;
+    }).immediate;
+    this.#sweepStep = db.transaction((prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => {
+      const record = this.#selectPrefixCancel.get(prefix);
+      if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
+      const rows = this.#sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
+        tenantId: prefix.tenantId,
+        from: record.progressKey === "" ? prefix.serviceCallIdPrefix : record.progressKey,
+        upper: prefixUpperBound(prefix.serviceCallIdPrefix),
+        limit,
+      });
+      const decisions = rows.map((row) => {
+        const cancel: CancelTimerCommand = { kind: "cancel", tenantId: row.tenantId, serviceCallId: row.serviceCallId, correlationId: null, timestampMs: record.commandTs };
+        const decision = decide(timerOf(row), cancel, { prefixCancelTs: null });
+        if (decision.next !== undefined) this.#upsert.run(storedOf(decision.next));
+        return decision;
+      });
+      const done = rows.length < limit;
+      this.#updatePrefixProgress.run({ ...prefix, progressKey: done ? null : rows[rows.length - 1]!.serviceCallId });
+      return { decisions, done };
     }).immediate;
   }
 
+  /** The keyset query of a sweep step: after the progress (or from the prefix), below the prefix's upper bound. */
+  #sweepSelect(prefix: string, progressKey: string): Database.Statement<[Record<string, unknown>], TimerRow> {
+    const lower = progressKey === "" ? "service_call_id >= @from" : "service_call_id > @from";
+    const upper = prefixUpperBound(prefix) === null ? "" : "AND service_call_id < @upper";
+    const sql = `SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND ${lower} ${upper}
+      ORDER BY service_call_id LIMIT @limit`;
+    let statement = this.#sweepSelects.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#sweepSelects.set(sql, statement);
+    }
+    return statement;
+  }
+
+  #loadPrefixIndex(): void {
+    this.#prefixIndex = new PrefixCancelIndex(this.#selectPrefixCancels.all());
+  }
+
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
-    return this.#write(() => this.#applyAll(commands, decide));
+    try {
+      return this.#write(() => this.#applyAll(commands, decide));
+    } catch (error) {
+      // The transaction rolled back: forget prefix cancels cached by it.
+      if (this.#db.open && commands.some((c) => c.kind === "cancelPrefix")) this.#loadPrefixIndex();
+      throw error;
+    }
   }
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
     const { nowMs, limit, after } = claim;
-    if (after === undefined) return this.#selectDue.all({ nowMs, limit });
-    const { dueAtMs, tenantId, serviceCallId } = after;
-    return this.#selectDueAfter.all({ nowMs, limit, dueAtMs, tenantId, serviceCallId });
+    const rows =
+      after === undefined
+        ? this.#selectDue.all({ nowMs, limit })
+        : this.#selectDueAfter.all({ nowMs, limit, dueAtMs: after.dueAtMs, tenantId: after.tenantId, serviceCallId: after.serviceCallId });
+    const index = this.#prefixIndex;
+    const none = index.size === 0;
+    // The row objects are fresh: completed in place rather than copied.
+    for (const row of rows as (DueTimerRow & { prefixCancelTs?: number | null })[]) {
+      row.prefixCancelTs = none ? null : index.latestFor(row.tenantId, row.serviceCallId);
+      if (row.repeat !== null) (row as { repeat: unknown }).repeat = parseRecurrence(row.repeat);
+    }
+    return rows as unknown as DueTimer[];
   }
 
-  async markReached(timers: readonly FiredTimer[], reachedAtMs: number): Promise<TimerKey[]> {
-    return this.#write(() => this.#markAll(timers, reachedAtMs));
+  async recordFirings(firings: readonly Firing[]): Promise<TimerKey[]> {
+    return this.#write(() => this.#recordAll(firings));
+  }
+
+  async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
+    return this.#selectPrefixCancels
+      .all()
+      .flatMap(({ progressKey, ...cancel }) => (progressKey === null ? [] : [{ ...cancel, progressKey }]));
+  }
+
+  async sweepPrefixCancel(prefix: PrefixCancelKey, limit: number, decide: DecideCommand): Promise<{ decisions: CommandDecision[]; done: boolean }> {
+    const { tenantId, serviceCallIdPrefix } = prefix;
+    return this.#write(() => this.#sweepStep({ tenantId, serviceCallIdPrefix }, limit, decide));
   }
 
   async releaseClaims(): Promise<void> {
@@ -193,7 +318,7 @@ export class SqliteTimerStore implements TimerStore {
 
   async get(key: TimerKey): Promise<Timer | undefined> {
     const { tenantId, serviceCallId } = key;
-    return this.#selectByKey.get({ tenantId, serviceCallId });
+    return timerOf(this.#selectByKey.get({ tenantId, serviceCallId }));
   }
 
   isOpen(): boolean {

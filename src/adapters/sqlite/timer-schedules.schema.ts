@@ -94,3 +94,13 @@ export const timerPrefixCancels = sqliteTable(
   (t) => [primaryKey({ columns: [t.tenantId, t.serviceCallIdPrefix] })],
 );
 
+
+/**
+ * Facts about the database itself. `store_id` is a random id made when the database is created
+ * (custom migration 0007): the broker lease of a SQLite instance names it (CONTRACT §6), so a second
+ * instance with another database is told apart from a restart on the same one.
+ */
+export const timerStoreMeta = sqliteTable("timer_store_meta", {
+  key: text("key").primaryKey(),
+  value: text("value").notNull(),
+});

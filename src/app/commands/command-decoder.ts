@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import { parseInstant } from "../../domain/due-time.js";
+import { firstOccurrenceAt, type Recurrence, type RecurrenceCalendar } from "../../domain/recurrence.js";
 import type { Clock } from "../clock.js";
 import type { CommandRejected, RejectionCode } from "../timer-event-publisher.js";
 import type { CommandType } from "../timer-metrics.js";
@@ -8,9 +9,11 @@ import { toJsonText } from "./json-text.js";
 import { isCodePointText, isServiceCallId, isTenantId, UNKNOWN_TENANT } from "./command-text.js";
 import {
   cancelTimerPayloadSchema,
+  cancelTimersByPrefixPayloadSchema,
   commandEnvelopeSchema,
   scheduleTimerPayloadSchema,
   type CommandEnvelope,
+  type RepeatPayload,
 } from "./command-envelope.schema.js";
 
 const MAX_COMMAND_BYTES = 64 * 1024;
@@ -31,10 +34,13 @@ export type DecodedCommand =
   | { readonly ok: true; readonly type: CommandType; readonly command: TimerCommand }
   | { readonly ok: false; readonly type: CommandType; readonly rejection: CommandRejected };
 
-const KIND_TYPES: Readonly<Record<string, "ScheduleTimer" | "CancelTimer">> = {
+const KIND_TYPES: Readonly<Record<string, Exclude<CommandType, "unknown">>> = {
   schedule: "ScheduleTimer",
   cancel: "CancelTimer",
+  cancelprefix: "CancelTimersByPrefix",
 };
+
+const INSTANT_FORMAT = "not an ISO 8601 date-time with an offset (Z or ±hh:mm)";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -49,14 +55,20 @@ export function rejectionId(sourceId: string): string {
  */
 export class CommandDecoder {
   constructor(
-    private readonly options: { readonly subjectPrefix: string; readonly maxHorizonDays: number; readonly clock: Clock },
+    private readonly options: {
+      readonly subjectPrefix: string;
+      readonly maxHorizonDays: number;
+      readonly clock: Clock;
+      /** Checks cron rules and time zones, and finds a cron rule's first occurrence. */
+      readonly calendar: RecurrenceCalendar;
+    },
   ) {}
 
   decode(raw: RawCommand): DecodedCommand {
     const tokens = raw.subject.split(".");
     const subjectTenant = tokens.length === 4 && isTenantId(tokens[3]) ? tokens[3] : undefined;
     const kind = tokens[2] ?? "";
-    const type: CommandType = KIND_TYPES[kind] ?? "unknown";
+    const type: CommandType = Object.hasOwn(KIND_TYPES, kind) ? KIND_TYPES[kind]! : "unknown";
     const context = new RejectionContext(raw, type, subjectTenant ?? UNKNOWN_TENANT);
 
     if (raw.body.byteLength > MAX_COMMAND_BYTES) {
@@ -85,7 +97,7 @@ export class CommandDecoder {
       return context.reject("INVALID_ENVELOPE", `subject "${raw.subject}" is not ${this.options.subjectPrefix}.commands.{kind}.{tenantId}`);
     }
     if (tokens[0] !== this.options.subjectPrefix || tokens[1] !== "commands" || type === "unknown") {
-      return context.reject("UNKNOWN_TYPE", `subject kind "${kind}" is not schedule or cancel`);
+      return context.reject("UNKNOWN_TYPE", `subject kind "${kind}" is not one of ${Object.keys(KIND_TYPES).join(", ")}`);
     }
     if (envelope !== undefined && envelope.type !== type) {
       return context.reject("UNKNOWN_TYPE", `envelope type "${envelope.type}" is not ${type}, the command of subject kind "${kind}"`);
@@ -104,12 +116,23 @@ export class CommandDecoder {
       return { ok: true, type, command: { kind: "cancel", tenantId, serviceCallId, correlationId, timestampMs } };
     }
 
+    if (type === "CancelTimersByPrefix") {
+      const parsed = cancelTimersByPrefixPayloadSchema.safeParse(payload);
+      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
+      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
+      if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
+      const { tenantId, serviceCallIdPrefix } = parsed.data;
+      return { ok: true, type, command: { kind: "cancelPrefix", tenantId, serviceCallIdPrefix, correlationId, timestampMs } };
+    }
+
     const parsed = scheduleTimerPayloadSchema.safeParse(payload);
     if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
-    const dueAtMs = parseInstant(parsed.data.dueAt);
-    if (dueAtMs === undefined) {
-      return context.reject("INVALID_FIELD", "payload.dueAt: not an ISO 8601 date-time with an offset (Z or ±hh:mm)");
-    }
+    const requestedDueAtMs = parseInstant(parsed.data.dueAt);
+    if (requestedDueAtMs === undefined) return context.reject("INVALID_FIELD", `payload.dueAt: ${INSTANT_FORMAT}`);
+    const repeat = this.readRepeat(parsed.data.repeat ?? null, requestedDueAtMs);
+    if (typeof repeat === "string") return context.reject("INVALID_FIELD", repeat);
+    const dueAtMs = repeat?.firstDueAtMs ?? requestedDueAtMs;
+    const maxLatenessMs = parsed.data.maxLatenessMs ?? null;
     const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
     if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
     const data = parsed.data.data === undefined || parsed.data.data === null ? null : toJsonText(parsed.data.data);
@@ -125,8 +148,40 @@ export class CommandDecoder {
     return {
       ok: true,
       type,
-      command: { kind: "schedule", tenantId, serviceCallId, dueAtMs, data, correlationId, timestampMs },
+      command: { kind: "schedule", tenantId, serviceCallId, dueAtMs, data, correlationId, timestampMs, repeat, maxLatenessMs },
     };
+  }
+
+  /** The rule of `payload.repeat` with its first occurrence, or the INVALID_FIELD reason (CONTRACT §10). */
+  private readRepeat(repeat: RepeatPayload | null, dueAtMs: number): Recurrence | null | string {
+    if (repeat === null) return null;
+    const { everyMs, cron, timezone, until, maxOccurrences } = repeat;
+    if ((everyMs === undefined) === (cron === undefined)) return "payload.repeat: needs exactly one of everyMs and cron";
+    if (timezone !== undefined && cron === undefined) return "payload.repeat.timezone: only with cron";
+    let untilMs: number | null = null;
+    if (until !== undefined) {
+      const parsed = parseInstant(until);
+      if (parsed === undefined) return `payload.repeat.until: ${INSTANT_FORMAT}`;
+      untilMs = parsed;
+    }
+    const bounds = { untilMs, maxOccurrences: maxOccurrences ?? null };
+    let rule;
+    if (cron !== undefined) {
+      const zone = timezone ?? "UTC";
+      const problem = this.options.calendar.problem(cron, zone);
+      if (problem !== undefined) return `payload.repeat.${problem.field}: ${problem.reason}`;
+      rule = { cron, timezone: zone, ...bounds };
+    } else {
+      rule = { everyMs: everyMs!, ...bounds };
+    }
+    const firstDueAtMs = firstOccurrenceAt(rule, dueAtMs, this.options.calendar);
+    if (firstDueAtMs === null) {
+      if (untilMs !== null && firstOccurrenceAt({ ...rule, untilMs: null }, dueAtMs, this.options.calendar) !== null) {
+        return "payload.repeat.until: before the first occurrence";
+      }
+      return "payload.repeat.cron: has no occurrence at or after dueAt";
+    }
+    return { ...rule, firstDueAtMs };
   }
 }
 

@@ -19,11 +19,29 @@ const serviceCallId = z.string().refine(isServiceCallId, "must be 1..256 code po
 
 export const cancelTimerPayloadSchema = z.object({ tenantId, serviceCallId });
 
+/** `repeat` (CONTRACT §10): shapes only; which members go together is checked by the decoder. */
+const repeatSchema = z.object({
+  everyMs: z.number().int("must be an integer").min(1000, "must be at least 1000").optional(),
+  cron: z.string().optional(),
+  timezone: z.string().optional(),
+  until: z.string().optional(),
+  maxOccurrences: z.number().int("must be an integer").min(1, "must be at least 1").optional(),
+});
+
 export const scheduleTimerPayloadSchema = z.object({
   tenantId,
   serviceCallId,
   dueAt: z.string(),
   data: z.unknown().optional(),
+  repeat: repeatSchema.nullish(),
+  maxLatenessMs: z.number().int("must be an integer").min(0, "must be at least 0").nullish(),
+});
+
+export type RepeatPayload = z.infer<typeof repeatSchema>;
+
+export const cancelTimersByPrefixPayloadSchema = z.object({
+  tenantId,
+  serviceCallIdPrefix: z.string().refine(isServiceCallId, "must be 1..256 code points without control characters"),
 });
 
 export type CommandEnvelope = z.infer<typeof commandEnvelopeSchema>;

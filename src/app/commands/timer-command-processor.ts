@@ -1,5 +1,6 @@
 import { decideCommand, scheduledDelta, type CommandDecision } from "../../domain/timer-rules.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
+import { isBeyondRetention } from "../../domain/retention.js";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
@@ -38,6 +39,8 @@ export interface TimerCommandProcessorDeps {
   readonly logger: Logger;
   /** Told the earliest due time a batch scheduled, so the worker can wake for it. */
   readonly onScheduled: (earliestDueAtMs: number) => void;
+  /** TIMER_RETENTION_HOURS in ms (CONTRACT §7): older commands are ignored. 0 or absent: none is too old. */
+  readonly retentionMs?: number;
 }
 
 /**
@@ -89,7 +92,12 @@ export class TimerCommandProcessor {
     let decisions: CommandDecision[];
     try {
       const nowMs = clock.now();
-      decisions = await store.applyCommands(commands, (current, command) => decideCommand(current, command, nowMs));
+      // Beyond retention the key's history may be gone: ignored before the store is touched (§7).
+      const stale = commands.map((command) => isBeyondRetention(command.timestampMs, nowMs, this.deps.retentionMs ?? 0));
+      const fresh = commands.filter((_, i) => !stale[i]);
+      const applied = fresh.length === 0 ? [] : await store.applyCommands(fresh, (current, command) => decideCommand(current, command, nowMs));
+      let next = 0;
+      decisions = commands.map((_, i): CommandDecision => (stale[i] ? { outcome: "ignored", previous: undefined } : applied[next++]!));
     } catch (error) {
       logger.error({ err: error, commands: commands.length }, "storing commands failed; they will be redelivered");
       return undefined;

@@ -1,4 +1,5 @@
-import type { DecideCommand, DueClaim, FiredTimer, TimerStore } from "../../../src/app/timer-store.js";
+import type { DecideCommand, DueClaim, Firing, TimerStore } from "../../../src/app/timer-store.js";
+import type { PrefixCancel } from "../../../src/domain/prefix-cancel.js";
 import type { TimerKey } from "../../../src/domain/timer.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
 
@@ -12,8 +13,14 @@ export class DelegatingTimerStore implements TimerStore {
   claimDue(claim: DueClaim) {
     return this.inner.claimDue(claim);
   }
-  markReached(timers: readonly FiredTimer[], reachedAtMs: number, owner: string) {
-    return this.inner.markReached(timers, reachedAtMs, owner);
+  recordFirings(firings: readonly Firing[], owner: string) {
+    return this.inner.recordFirings(firings, owner);
+  }
+  unfinishedPrefixCancels() {
+    return this.inner.unfinishedPrefixCancels();
+  }
+  sweepPrefixCancel(prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">, limit: number, decide: DecideCommand) {
+    return this.inner.sweepPrefixCancel(prefix, limit, decide);
   }
   releaseClaims(owner: string, timers?: readonly TimerKey[]) {
     return this.inner.releaseClaims(owner, timers);

@@ -7,6 +7,8 @@ export class RecordingMetrics implements TimerMetrics {
   /** One entry per `timersFired` call: the lags of that call. */
   readonly fired: (readonly number[])[] = [];
   readonly publishFailures: number[] = [];
+  /** `DueTimeMissed` published, in total. */
+  missed = 0;
   readonly polls: { durationSeconds: number; endedAtMs: number }[] = [];
   /** Every `addPending` delta, in order. */
   readonly pendingDeltas: number[] = [];
@@ -19,6 +21,10 @@ export class RecordingMetrics implements TimerMetrics {
 
   timersFired(lagSeconds: readonly number[]): void {
     this.fired.push([...lagSeconds]);
+  }
+
+  timersMissed(count: number): void {
+    this.missed += count;
   }
 
   publishFailed(count: number): void {

@@ -1,0 +1,125 @@
+import type Database from "better-sqlite3";
+import { listByKeyset, type ScannedKey } from "../../app/queries/keyset-list.js";
+import { TIMER_STATES, type StoredTimerState, type TimerCounts, type TimerListQuery, type TimerPage, type TimerQueries, type TimerRecord } from "../../app/queries/timer-queries.js";
+import type { TimerKey } from "../../domain/timer.js";
+
+// Aliased to the field names of TimerRecord, so a row is a record without mapping.
+const RECORD_COLUMNS = `
+  tenant_id AS tenantId, service_call_id AS serviceCallId, state, due_at AS dueAtMs, data,
+  correlation_id AS correlationId, command_ts AS commandTs, generation, registered_at AS registeredAtMs,
+  reached_at AS reachedAtMs, updated_at AS updatedAtMs, repeat, occurrence, attempt, fired_at AS firedAtMs,
+  completed_at AS completedAtMs, result, last_reason AS lastReason, created_by AS createdBy, created_via AS createdVia`;
+
+/** Below and above every instant a timer can have (years 0000 … 9999). */
+const NO_LOWER_BOUND = -Number.MAX_SAFE_INTEGER;
+const NO_UPPER_BOUND = Number.MAX_SAFE_INTEGER;
+
+/**
+ * One state's slice of timer_schedules_tenant_state_due_idx (tenant_id, state, due_at,
+ * service_call_id): a seek to the cursor, then entries in order, index only (no table access).
+ */
+function scanBranch(state: string): string {
+  return `
+    SELECT state, due_at AS dueAtMs, service_call_id AS serviceCallId FROM timer_schedules
+    WHERE tenant_id = @tenantId AND state = '${state}' AND due_at >= @dueAfterMs AND due_at < @dueBeforeMs
+      AND (due_at, service_call_id) > (@afterDueAtMs, @afterServiceCallId)
+    ORDER BY due_at, service_call_id LIMIT @scanLimit`;
+}
+
+/** Every state: the first `scanLimit` entries of each state's slice, merged (at most 8 × scanLimit rows sorted). */
+const SCAN_ALL_STATES = `
+  SELECT * FROM (${TIMER_STATES.map((state) => `SELECT * FROM (${scanBranch(state)})`).join(" UNION ALL ")})
+  ORDER BY dueAtMs, serviceCallId LIMIT @scanLimit`;
+
+/** The statements, exported for the EXPLAIN QUERY PLAN checks of the tests. */
+export const SQLITE_QUERY_SQL = {
+  get: `SELECT ${RECORD_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
+  scanOneState: scanBranch("Scheduled"),
+  scanAllStates: SCAN_ALL_STATES,
+  countByState: "SELECT state, count(*) AS count FROM timer_schedules WHERE tenant_id = @tenantId GROUP BY state",
+  nextDue: "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE tenant_id = @tenantId AND state = 'Scheduled'",
+  // Without INDEXED BY the planner (which has no statistics) walks the tenant's whole primary-key
+  // range; the index reaches the tenant's Completed rows directly.
+  avgDuration: `
+    SELECT avg(completed_at - fired_at) AS avgDurationMs FROM timer_schedules INDEXED BY timer_schedules_tenant_state_due_idx
+    WHERE tenant_id = @tenantId AND state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL`,
+  // A loose index scan: one primary-key seek per tenant instead of reading every row.
+  tenants: `
+    WITH RECURSIVE tenants(tenantId) AS (
+      SELECT min(tenant_id) FROM timer_schedules
+      UNION ALL
+      SELECT (SELECT min(tenant_id) FROM timer_schedules WHERE tenant_id > tenants.tenantId) FROM tenants WHERE tenantId IS NOT NULL
+    )
+    SELECT tenantId FROM tenants WHERE tenantId IS NOT NULL LIMIT @limit`,
+} as const;
+
+type ScanParams = {
+  tenantId: string;
+  dueAfterMs: number;
+  dueBeforeMs: number;
+  afterDueAtMs: number;
+  afterServiceCallId: string;
+  scanLimit: number;
+};
+
+/**
+ * TimerQueries on the service's SQLite connection (`SqliteTimerStore.database`), with prepared
+ * statements. Every statement is served by an index (checked with EXPLAIN QUERY PLAN in
+ * test/contract/sqlite-timer-queries.test.ts): get by the primary key, list and stats by
+ * timer_schedules_tenant_state_due_idx, tenants by skipping along the primary key.
+ */
+export class SqliteTimerQueries implements TimerQueries {
+  readonly #byKey: Database.Statement<[TimerKey], TimerRecord>;
+  readonly #scanState: ReadonlyMap<StoredTimerState, Database.Statement<[ScanParams], ScannedKey>>;
+  readonly #scanAll: Database.Statement<[ScanParams], ScannedKey>;
+  readonly #countByState: Database.Statement<[{ tenantId: string }], { state: StoredTimerState; count: number }>;
+  readonly #nextDue: Database.Statement<[{ tenantId: string }], { dueAtMs: number | null }>;
+  readonly #avgDuration: Database.Statement<[{ tenantId: string }], { avgDurationMs: number | null }>;
+  readonly #tenants: Database.Statement<[{ limit: number }], { tenantId: string }>;
+
+  constructor(db: Database.Database) {
+    this.#byKey = db.prepare(SQLITE_QUERY_SQL.get);
+    this.#scanState = new Map(TIMER_STATES.map((state) => [state, db.prepare(scanBranch(state))]));
+    this.#scanAll = db.prepare(SQLITE_QUERY_SQL.scanAllStates);
+    this.#countByState = db.prepare(SQLITE_QUERY_SQL.countByState);
+    this.#nextDue = db.prepare(SQLITE_QUERY_SQL.nextDue);
+    this.#avgDuration = db.prepare(SQLITE_QUERY_SQL.avgDuration);
+    this.#tenants = db.prepare(SQLITE_QUERY_SQL.tenants);
+  }
+
+  async get(key: TimerKey): Promise<TimerRecord | undefined> {
+    return this.#byKey.get({ tenantId: key.tenantId, serviceCallId: key.serviceCallId });
+  }
+
+  async list(query: TimerListQuery): Promise<TimerPage> {
+    const { tenantId, state, after } = query;
+    const statement = state === undefined ? this.#scanAll : this.#scanState.get(state)!;
+    return listByKeyset(
+      query,
+      (scanLimit) =>
+        statement.all({
+          tenantId,
+          dueAfterMs: query.dueAfterMs ?? NO_LOWER_BOUND,
+          dueBeforeMs: query.dueBeforeMs ?? NO_UPPER_BOUND,
+          afterDueAtMs: after?.dueAtMs ?? NO_LOWER_BOUND,
+          afterServiceCallId: after?.serviceCallId ?? "",
+          scanLimit,
+        }),
+      (ids) => ids.flatMap((serviceCallId) => this.#byKey.get({ tenantId, serviceCallId }) ?? []),
+    );
+  }
+
+  async stats(tenantId: string): Promise<TimerCounts> {
+    const byState = Object.fromEntries(TIMER_STATES.map((s) => [s, 0])) as Record<StoredTimerState, number>;
+    for (const { state, count } of this.#countByState.all({ tenantId })) byState[state] = count;
+    return {
+      byState,
+      nextDueAtMs: this.#nextDue.get({ tenantId })?.dueAtMs ?? null,
+      avgDurationMs: this.#avgDuration.get({ tenantId })?.avgDurationMs ?? null,
+    };
+  }
+
+  async tenants(limit: number): Promise<string[]> {
+    return this.#tenants.all({ limit }).map((row) => row.tenantId);
+  }
+}

@@ -1,0 +1,61 @@
+import type { ListPosition, StoredTimerState, TimerListQuery, TimerPage, TimerRecord } from "./timer-queries.js";
+
+/**
+ * Index entries one `list` page may examine when a `serviceCallIdPrefix` filters the range: the
+ * range is ordered by due time, so a rare prefix could otherwise walk a whole tenant. A page that
+ * runs out of budget comes back short, with a cursor after the last entry examined.
+ */
+export const LIST_SCAN_BUDGET = 2_000;
+
+/** One entry of a tenant's (state, dueAt, serviceCallId) index range. */
+export interface ScannedKey {
+  readonly state: StoredTimerState;
+  readonly dueAtMs: number;
+  readonly serviceCallId: string;
+}
+
+/** How many index entries to read for `query`. */
+export function scanLimitOf(query: TimerListQuery): number {
+  return query.serviceCallIdPrefix === undefined ? query.limit + 1 : Math.max(query.limit + 1, LIST_SCAN_BUDGET);
+}
+
+/**
+ * The paging shared by the adapters. `scan` reads up to `scanLimit` entries of the index range
+ * after the cursor, in (dueAt, serviceCallId) order, index only; `fetch` reads the rows of at most
+ * `limit` keys. A row that changed after the listing's snapshot (or between scan and fetch) is left
+ * out: it was listed before in its old place, or counts as changed while paging.
+ */
+export async function listByKeyset(
+  query: TimerListQuery,
+  scan: (scanLimit: number) => Promise<readonly ScannedKey[]> | readonly ScannedKey[],
+  fetch: (serviceCallIds: readonly string[]) => Promise<readonly TimerRecord[]> | readonly TimerRecord[],
+): Promise<TimerPage> {
+  const snapshotMs = query.after?.snapshotMs ?? query.nowMs;
+  const scanLimit = scanLimitOf(query);
+  const scanned = await scan(scanLimit);
+  const prefix = query.serviceCallIdPrefix;
+  const matching = prefix === undefined ? scanned : scanned.filter((key) => key.serviceCallId.startsWith(prefix));
+  let page: readonly ScannedKey[];
+  let last: ScannedKey | undefined;
+  if (matching.length > query.limit) {
+    page = matching.slice(0, query.limit);
+    last = page[page.length - 1];
+  } else {
+    page = matching;
+    last = scanned.length === scanLimit ? scanned[scanned.length - 1] : undefined;
+  }
+  const rows = page.length === 0 ? [] : await fetch(page.map((key) => key.serviceCallId));
+  const byId = new Map(rows.map((row) => [row.serviceCallId, row]));
+  const timers: TimerRecord[] = [];
+  for (const key of page) {
+    const row = byId.get(key.serviceCallId);
+    if (row !== undefined && row.state === key.state && row.dueAtMs === key.dueAtMs && row.updatedAtMs <= snapshotMs) timers.push(row);
+  }
+  const next: ListPosition | null = last === undefined ? null : { snapshotMs, dueAtMs: last.dueAtMs, serviceCallId: last.serviceCallId };
+  return { timers, next };
+}
+
+/** Orders strings by code point (as SQLite's BINARY and Postgres' "C" collations do). */
+export function compareCodePoints(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+}

@@ -1,0 +1,91 @@
+import type { TimerKey } from "../../domain/timer.js";
+
+/** Every state a stored timer can be in (CONTRACT v2 §3, §10, §11). */
+export const TIMER_STATES = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
+export type StoredTimerState = (typeof TIMER_STATES)[number];
+
+/**
+ * A stored timer as queries show it: every column of the row, instants in epoch ms. The v2 members
+ * (§10 recurring, §11 completion tracking) are null when the store has none for the timer.
+ */
+export interface TimerRecord extends TimerKey {
+  readonly state: StoredTimerState;
+  /** Null only for a tombstone: the cancel of a key that was never scheduled. */
+  readonly dueAtMs: number | null;
+  /** JSON text. */
+  readonly data: string | null;
+  readonly correlationId: string | null;
+  readonly commandTs: number;
+  readonly generation: number;
+  readonly registeredAtMs: number;
+  readonly reachedAtMs: number | null;
+  readonly updatedAtMs: number;
+  /** JSON text of the `repeat` rule. */
+  readonly repeat: string | null;
+  readonly occurrence: number | null;
+  readonly attempt: number | null;
+  readonly firedAtMs: number | null;
+  readonly completedAtMs: number | null;
+  readonly result: string | null;
+  readonly lastReason: string | null;
+  readonly createdBy: string | null;
+  readonly createdVia: string | null;
+}
+
+/**
+ * Where a listing stands: after the timer at (dueAtMs, serviceCallId), showing only timers not
+ * changed since `snapshotMs` (the time of the first page), so a timer moved behind the cursor after
+ * it was listed is not listed twice.
+ */
+export interface ListPosition {
+  readonly snapshotMs: number;
+  readonly dueAtMs: number;
+  readonly serviceCallId: string;
+}
+
+export interface TimerListQuery {
+  readonly tenantId: string;
+  readonly state?: StoredTimerState;
+  readonly serviceCallIdPrefix?: string;
+  /** Inclusive. */
+  readonly dueAfterMs?: number;
+  /** Exclusive. */
+  readonly dueBeforeMs?: number;
+  /** 1 … 1000. */
+  readonly limit: number;
+  readonly after?: ListPosition;
+  /** The snapshot time of a first page (no `after`). */
+  readonly nowMs: number;
+}
+
+/**
+ * One page, ordered by (dueAtMs, serviceCallId). `next` is null when nothing follows. A page may
+ * hold fewer than `limit` timers while `next` is set: each page examines a bounded number of index
+ * entries (LIST_SCAN_BUDGET), which a rare `serviceCallIdPrefix` may exhaust.
+ */
+export interface TimerPage {
+  readonly timers: readonly TimerRecord[];
+  readonly next: ListPosition | null;
+}
+
+export interface TimerCounts {
+  readonly byState: Readonly<Record<StoredTimerState, number>>;
+  /** Earliest dueAtMs of a Scheduled timer. */
+  readonly nextDueAtMs: number | null;
+  /** Mean of completedAt − firedAt over Completed timers. */
+  readonly avgDurationMs: number | null;
+}
+
+/**
+ * Read-only questions about stored timers (CONTRACT §9), answered from indexes: `get` is a key
+ * lookup, a `list` page costs a bounded index range, `stats` counts one tenant's index range.
+ * Every adapter passes `test/contract/timer-queries.contract.ts`.
+ */
+export interface TimerQueries {
+  get(key: TimerKey): Promise<TimerRecord | undefined>;
+  /** Tombstones (no dueAt) are not listed; `get` shows them. */
+  list(query: TimerListQuery): Promise<TimerPage>;
+  stats(tenantId: string): Promise<TimerCounts>;
+  /** Tenants that have at least one stored timer, in code point order, at most `limit`. */
+  tenants(limit: number): Promise<string[]>;
+}

@@ -1,0 +1,109 @@
+import type { z } from "zod";
+import { isTenantId } from "../commands/command-text.js";
+import type { Clock } from "../clock.js";
+import type { Logger } from "../logger.js";
+import { DEFAULT_LIST_LIMIT, describeIssue, encodeCursor, getRequestSchema, listRequestSchema, statsRequestSchema } from "./query-requests.js";
+import type { TimerQueries } from "./timer-queries.js";
+import { statsView, timerView } from "./timer-view.js";
+
+export type QueryEndpoint = "get" | "list" | "stats";
+export type QueryOutcome = "ok" | "error";
+
+/** `timer_queries_total{endpoint,outcome}` (CONTRACT §8). */
+export interface QueryMetrics {
+  queryAnswered(endpoint: QueryEndpoint, outcome: QueryOutcome): void;
+}
+
+export type QueryErrorCode = "INVALID_REQUEST" | "INTERNAL";
+
+/** What a transport sends back: the status (HTTP status; NATS sends the error ones as service errors) and the JSON body. */
+export type QueryReply =
+  | { readonly status: 200 | 404; readonly body: object }
+  | { readonly status: 400 | 500; readonly body: { readonly error: { readonly code: QueryErrorCode; readonly message: string } } };
+
+export interface TimerQueryServiceDeps {
+  readonly queries: TimerQueries;
+  readonly clock: Clock;
+  readonly metrics: QueryMetrics;
+  readonly logger: Logger;
+}
+
+/** Tenants the admin page lists at most. */
+export const MAX_TENANTS = 1000;
+
+function invalid(message: string): QueryReply {
+  return { status: 400, body: { error: { code: "INVALID_REQUEST", message } } };
+}
+
+/**
+ * The query use case (CONTRACT §9), shared by the NATS service and the HTTP routes: validates the
+ * tenant and the request, asks the store's `TimerQueries`, shapes the answer, and counts it. A
+ * storage fault becomes a 500 reply, logged; nothing here throws.
+ */
+export class TimerQueryService {
+  constructor(private readonly deps: TimerQueryServiceDeps) {}
+
+  async answer(endpoint: QueryEndpoint, tenantId: string, request: unknown): Promise<QueryReply> {
+    const reply = await this.#answer(endpoint, tenantId, request);
+    this.deps.metrics.queryAnswered(endpoint, reply.status >= 400 ? "error" : "ok");
+    return reply;
+  }
+
+  /** The tenants with stored timers (for the admin page); not one of the §8 endpoints. */
+  async tenants(): Promise<QueryReply> {
+    try {
+      return { status: 200, body: { tenants: await this.deps.queries.tenants(MAX_TENANTS) } };
+    } catch (error) {
+      return this.#failed("tenants", error);
+    }
+  }
+
+  async #answer(endpoint: QueryEndpoint, tenantId: string, request: unknown): Promise<QueryReply> {
+    if (!isTenantId(tenantId)) return invalid("tenant must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$");
+    const { queries, clock } = this.deps;
+    try {
+      switch (endpoint) {
+        case "get": {
+          const parsed = parse(getRequestSchema, request);
+          if (!parsed.success) return invalid(parsed.message);
+          const record = await queries.get({ tenantId, serviceCallId: parsed.data.serviceCallId });
+          return record === undefined ? { status: 404, body: { timer: null } } : { status: 200, body: { timer: timerView(record) } };
+        }
+        case "list": {
+          const parsed = parse(listRequestSchema, request);
+          if (!parsed.success) return invalid(parsed.message);
+          const r = parsed.data;
+          const page = await queries.list({
+            tenantId,
+            ...(r.state == null ? {} : { state: r.state }),
+            ...(r.serviceCallIdPrefix == null ? {} : { serviceCallIdPrefix: r.serviceCallIdPrefix }),
+            ...(r.dueAfter == null ? {} : { dueAfterMs: r.dueAfter }),
+            ...(r.dueBefore == null ? {} : { dueBeforeMs: r.dueBefore }),
+            ...(r.cursor == null ? {} : { after: r.cursor }),
+            limit: r.limit ?? DEFAULT_LIST_LIMIT,
+            nowMs: clock.now(),
+          });
+          return { status: 200, body: { timers: page.timers.map(timerView), nextCursor: page.next === null ? null : encodeCursor(page.next) } };
+        }
+        case "stats": {
+          const parsed = parse(statsRequestSchema, request);
+          if (!parsed.success) return invalid(parsed.message);
+          return { status: 200, body: statsView(tenantId, await queries.stats(tenantId), clock.now()) };
+        }
+      }
+    } catch (error) {
+      return this.#failed(endpoint, error, tenantId);
+    }
+  }
+
+  #failed(endpoint: string, error: unknown, tenantId?: string): QueryReply {
+    this.deps.logger.error({ err: error, endpoint, tenantId }, "query failed");
+    return { status: 500, body: { error: { code: "INTERNAL", message: "the query failed; see the service log" } } };
+  }
+}
+
+/** An absent body (undefined) is an empty request. */
+function parse<T extends z.ZodType>(schema: T, request: unknown): { success: true; data: z.output<T> } | { success: false; message: string } {
+  const result = schema.safeParse(request ?? {});
+  return result.success ? { success: true, data: result.data } : { success: false, message: describeIssue(result.error) };
+}

@@ -1,0 +1,81 @@
+import type { Logger } from "../logger.js";
+import { sweepRetention, type RetentionSweepDeps, type SweepReport } from "./retention-sweep.js";
+
+export interface RetentionLoopDeps extends RetentionSweepDeps {
+  readonly logger: Logger;
+  /** Between sweeps that found nothing more to delete. */
+  readonly intervalMs?: number;
+}
+
+/** Once a minute: rows become deletable one retention window after their last change, no hurry. */
+export const RETENTION_INTERVAL_MS = 60_000;
+/** After a sweep that stopped at its batch budget: go on soon, still leaving room to the rest. */
+const CONTINUE_AFTER_MS = 100;
+const FAILURE_BACKOFF_BASE_MS = 1_000;
+
+/**
+ * Runs retention sweeps for as long as the service runs (not at all with retention 0). Errors are
+ * logged and retried with backoff; the loop never dies.
+ */
+export class RetentionLoop {
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = false;
+  #failures = 0;
+
+  constructor(private readonly deps: RetentionLoopDeps) {}
+
+  start(): void {
+    if (this.deps.retentionMs <= 0 || this.#timer !== undefined || this.#running !== undefined) return;
+    this.#stopped = false;
+    this.#schedule(0);
+  }
+
+  /** Stops after the batch in hand. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#running = this.#sweep().finally(() => (this.#running = undefined));
+    }, delayMs);
+    this.#timer.unref();
+  }
+
+  async #sweep(): Promise<void> {
+    const { logger, intervalMs = RETENTION_INTERVAL_MS } = this.deps;
+    let report: SweepReport;
+    try {
+      report = await sweepRetention({ ...this.deps, pause: this.deps.pause ?? (() => this.#pause()) });
+    } catch (error) {
+      if (error instanceof RetentionStopped) return;
+      this.#failures++;
+      logger.error({ err: error, consecutiveFailures: this.#failures }, "retention sweep failed");
+      this.#schedule(Math.min(intervalMs, FAILURE_BACKOFF_BASE_MS * 2 ** Math.min(this.#failures - 1, 16)));
+      return;
+    }
+    this.#failures = 0;
+    if (report.timersDeleted > 0 || report.prefixCancelsDeleted > 0) {
+      logger.info({ timersDeleted: report.timersDeleted, prefixCancelsDeleted: report.prefixCancelsDeleted, more: report.more }, "retention sweep deleted old rows");
+    }
+    this.#schedule(report.more ? CONTINUE_AFTER_MS : intervalMs);
+  }
+
+  /** Between batches: a turn of the event loop, and none at all once stopping (the sweep ends soon). */
+  async #pause(): Promise<void> {
+    if (this.#stopped) throw new RetentionStopped();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.#stopped) throw new RetentionStopped();
+  }
+}
+
+/** The loop was stopped between two batches. */
+class RetentionStopped extends Error {
+  override readonly name = "RetentionStopped";
+}
