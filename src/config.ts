@@ -4,6 +4,7 @@
  */
 
 import { loadStorageConfig, type StorageConfig } from "./storage-config.js";
+import { loadAdminToken } from "./http-config.js";
 import { parseBrokerUrl, type BrokerUrl, type UrlLogin } from "./adapters/nats/broker-url.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -40,6 +41,8 @@ export interface TimerServiceConfig {
   readonly consumerName: string;
   /** Started by `npm start` (npm sets npm_lifecycle_event): end with npm if npm is killed. */
   readonly launchedByNpmStart: boolean;
+  /** TIMER_ADMIN_TOKEN: bearer token of `/v1` and the admin page (CONTRACT §9); unset turns both off. Never logged. */
+  readonly adminToken: string | undefined;
 }
 
 /** A configuration variable was set to something the service cannot run with. */
@@ -174,6 +177,7 @@ export function loadConfig(env: Env): TimerServiceConfig {
     eventsStream: nameToken(env, "TIMER_EVENTS_STREAM", "TIMER_EVENTS"),
     consumerName: nameToken(env, "TIMER_CONSUMER", "timer-service"),
     launchedByNpmStart: env.npm_lifecycle_event === "start",
+    adminToken: loadAdminToken(env),
   };
   const { user, password, tlsCertFile, tlsKeyFile } = config.natsCredentials;
   if ((user === undefined) !== (password === undefined)) {

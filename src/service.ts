@@ -9,8 +9,11 @@ import { CommandDecoder } from "./app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "./app/commands/timer-command-processor.js";
 import { DueTimerWorker } from "./app/firing/due-timer-worker.js";
 import { DueTimerLoop } from "./app/firing/due-timer-loop.js";
+import { PrefixCancelSweeper } from "./app/commands/prefix-cancel-sweeper.js";
+import { CronerCalendar } from "./adapters/cron/croner-calendar.js";
 import { PrometheusTimerMetrics } from "./adapters/metrics/prometheus-timer-metrics.js";
 import { HealthHttpServer } from "./adapters/http/health-http-server.js";
+import { QueryFeatures } from "./query-features.js";
 import { NatsBroker } from "./adapters/nats/nats-broker.js";
 import { JetStreamEventPublisher } from "./adapters/nats/jetstream-event-publisher.js";
 import { JetStreamAckTracker } from "./adapters/nats/jetstream-ack-tracker.js";
@@ -84,6 +87,9 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     { name: "streams", ok: () => broker?.topologyReady === true && consumer?.pulling === true },
     ...(adapters.exclusiveStoreId === undefined ? [] : [{ name: "lease", ok: () => lease?.held === true }]),
   ]);
+  // Queries and retention (CONTRACT §7, §9): /v1 and the admin page here; NATS endpoints and sweeps start with the work.
+  const queryFeatures = new QueryFeatures({ store, config, clock, logger, registry: metrics.registry });
+  http.use(queryFeatures.routes);
   const address = await http.listen(config.httpPort, config.httpHost);
   logger.info({ host: address.address, port: address.port }, "http listening");
 
@@ -114,6 +120,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     eventsStream: config.eventsStream,
     clock,
   });
+  const calendar = new CronerCalendar();
   const worker = new DueTimerWorker({
     store,
     publisher,
@@ -123,17 +130,22 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     batchSize: config.batchSize,
     owner,
     claimTtlMs: config.storage.claimTtlMs,
+    calendar,
   });
+  // Prefix cancels are applied in the background, 1,000 timers per transaction (CONTRACT §10).
+  const sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger, batchSize: 1_000, idleCheckMs: 5_000 });
   loop = new DueTimerLoop({ worker, store, clock, logger, pollingIntervalMs: config.pollingIntervalMs });
   const runningLoop = loop;
   const processor = new TimerCommandProcessor({
-    decoder: new CommandDecoder({ subjectPrefix: config.subjectPrefix, maxHorizonDays: config.maxHorizonDays, clock }),
+    decoder: new CommandDecoder({ subjectPrefix: config.subjectPrefix, maxHorizonDays: config.maxHorizonDays, clock, calendar }),
     store,
     publisher,
     clock,
     metrics,
     logger,
     onScheduled: (dueAtMs) => runningLoop.wake(dueAtMs),
+    onPrefixCancelled: () => sweeper.wake(),
+    retentionMs: config.storage.retentionMs,
   });
   const commandConsumer = new NatsCommandConsumer(connectedBroker.js, processor, {
     stream: config.commandsStream,
@@ -145,6 +157,8 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   const startWork = async (): Promise<void> => {
     // Overdue timers start firing before the command consumer is up: a restart drains its backlog first.
     runningLoop.start();
+    sweeper.start();
+    await queryFeatures.start(connectedBroker.connection).catch((error: unknown) => logger.error({ err: error }, "starting queries and retention failed"));
     await commandConsumer.start();
     logger.info(
       { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, store: config.storage.store, owner },
@@ -163,7 +177,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       logger,
       onAcquired: () => void startWork(),
       // Another database took the consumer while this one was cut off: never work on both.
-      onLost: () => void Promise.all([commandConsumer.stop(), runningLoop.stop()]),
+      onLost: () => void Promise.all([commandConsumer.stop(), runningLoop.stop(), sweeper.stop(), queryFeatures.stop()]),
     });
     lease.start();
   }
@@ -175,6 +189,8 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       clearInterval(pendingRefresh);
       await commandConsumer.stop();
       await runningLoop.stop();
+      await sweeper.stop();
+      await queryFeatures.stop();
       await lease?.stop();
       await store.releaseClaims(owner).catch((error: unknown) => logger.warn({ err: error }, "releasing claims failed; they expire by themselves"));
       await connectedBroker.close();

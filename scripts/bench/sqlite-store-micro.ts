@@ -1,7 +1,7 @@
 /**
  * A component benchmark of the service's own SQLite store (src/adapters/sqlite, run from source
  * with tsx, in this process, no NATS): what one stored ScheduleTimer costs by transaction size,
- * store size and key order, and what one fired timer costs (findDue + markReached). It explains
+ * store size and key order, and what one fired timer costs (findDue + recordFirings). It explains
  * the end-to-end figures of `npm run bench`; it is not one of them.
  *
  *   npx tsx scripts/bench/sqlite-store-micro.ts [--pending 1000000] [--commands 50000]
@@ -102,7 +102,11 @@ async function fireCase(dir: string, pending: number, template: string | undefin
     const due = await store.claimDue({ nowMs, limit: batch, owner: "bench", leaseUntilMs: nowMs + 30_000 });
     const b = performance.now();
     if (due.length === 0) break;
-    await store.markReached(due, Date.now());
+    const firedAtMs = Date.now();
+    await store.recordFirings(
+      due.map((t) => ({ ...t, next: { state: "Reached", dueAtMs: t.dueAtMs, occurrence: 1, reachedAtMs: firedAtMs, commandTs: t.commandTs, updatedAtMs: firedAtMs } })),
+      "bench",
+    );
     markUs += (performance.now() - b) * 1000;
     findUs += (b - a) * 1000;
     fired += due.length;

@@ -8,6 +8,25 @@ export interface DueTimeReached {
   /** JSON text of `data`, echoed as is; null → the event has no `data` member. */
   readonly data: string | null;
   readonly correlationId: string | null;
+  /** The occurrence of a recurring timer (1, 2, …); null or absent for a one-shot. */
+  readonly occurrence?: number | null;
+  /** After downtime: how many earlier occurrences this one stands for (CONTRACT §10); 0 or absent: none. */
+  readonly missedOccurrences?: number;
+}
+
+/**
+ * An occurrence came due more than `maxLatenessMs` ago: everything `DueTimeMissed` carries (CONTRACT
+ * §10); `lateMs` is missedAt − dueAt. Same id and `Nats-Msg-Id` as its `DueTimeReached` would have.
+ */
+export interface DueTimeMissed {
+  readonly tenantId: string;
+  readonly serviceCallId: string;
+  readonly dueAtMs: number;
+  readonly missedAtMs: number;
+  readonly generation: number;
+  readonly data: string | null;
+  readonly correlationId: string | null;
+  readonly occurrence?: number | null;
 }
 
 export type RejectionCode =
@@ -39,5 +58,6 @@ export interface CommandRejected {
  */
 export interface TimerEventPublisher {
   publishDueTimeReached(event: DueTimeReached): Promise<void>;
+  publishDueTimeMissed(event: DueTimeMissed): Promise<void>;
   publishCommandRejected(event: CommandRejected): Promise<void>;
 }

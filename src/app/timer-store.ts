@@ -89,8 +89,11 @@ export interface TimerStore {
    * Stores what the given firings made of their timers (`firing.next`), in one transaction, each only
    * if the timer is still `Scheduled` with the dueAtMs and generation that were read (a command that
    * landed after the timer was read wins, and a stale second record of a recurring timer cannot
-   * advance it twice) and no other owner holds a live claim on it. A timer that stays `Scheduled`
-   * (the next occurrence) loses the claim. Returns the keys that were recorded.
+   * advance it twice), no other owner holds a live claim on it, and — unless the firing itself
+   * cancels the timer — no prefix cancel recorded meanwhile covers it (timestamp ≥ the timer's
+   * commandTs): such a timer stays as it is, and counts as cancelled. A timer that stays `Scheduled`
+   * (the next occurrence) loses the claim. `commandTs` is written only when larger than the stored one
+   * (a command may have moved it meanwhile). Returns the keys that were recorded.
    */
   recordFirings(firings: readonly Firing[], owner: string): Promise<TimerKey[]>;
 

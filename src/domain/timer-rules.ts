@@ -29,8 +29,8 @@ const NO_CONTEXT: DecideContext = { prefixCancelTs: null };
 export function decideCommand(current: Timer | undefined, command: TimerCommand, nowMs: number, context: DecideContext = NO_CONTEXT): CommandDecision {
   if (command.kind === "cancelPrefix") return decidePrefixCancel(command, context.prefixCancelTs);
   const { prefixCancelTs } = context;
-  if (prefixCancelTs !== null && current === undefined && command.kind === "schedule" && command.timestampMs <= prefixCancelTs) {
-    // A key the prefix cancel covers though it was unknown then: as if it had cancelled it.
+  if (prefixCancelTs !== null && current === undefined && command.timestampMs <= prefixCancelTs) {
+    // A key without a timer that a prefix cancel covers is as if cancelled then: not newer is ignored.
     return { outcome: "ignored", previous: current };
   }
   const base = applyPrefixCancel(current, prefixCancelTs, nowMs);

@@ -5,9 +5,9 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
 import { openPostgresTimerStore, type PostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
-import type { DecideCommand, DueTimer, TimerStore } from "../../src/app/timer-store.js";
+import type { DecideCommand, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
 import type { Timer, TimerKey } from "../../src/domain/timer.js";
-import type { TimerCommand } from "../../src/domain/timer-command.js";
+import type { KeyCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
 
 // The machine's Postgres (trust auth); each test gets a schema of its own and drops it.
@@ -15,7 +15,7 @@ const DATABASE_URL = process.env.TIMER_TEST_DATABASE_URL ?? "postgres://postgres
 const FILE_PREFIX = `concurrency_${randomBytes(4).toString("hex")}`;
 const NOW = 1_764_108_000_000;
 const TTL_MS = 30_000;
-const decide: DecideCommand = (current, command) => decideCommand(current, command, NOW);
+const decide: DecideCommand = (current, command, context) => decideCommand(current, command, NOW, context);
 
 let schemas = 0;
 let opened: PostgresTimerStore[] = [];
@@ -59,7 +59,7 @@ function random(seed: number): () => number {
 }
 
 /** Random schedules and cancels over a few keys, each with its own timestampMs (no ties: §3.2). */
-function randomCommands(next: () => number, round: number, count: number, keys: number): TimerCommand[] {
+function randomCommands(next: () => number, round: number, count: number, keys: number): KeyCommand[] {
   const timestamps = Array.from({ length: count }, (_, i) => i + 1).sort(() => next() - 0.5);
   return timestamps.map((timestampMs) => {
     const tenantId = next() < 0.5 ? "acme" : "globex";
@@ -72,8 +72,8 @@ function randomCommands(next: () => number, round: number, count: number, keys: 
 }
 
 /** Cuts `commands` into batches of 1–5 dealt at random to two lists (each applied in its own order). */
-function deal(next: () => number, commands: readonly TimerCommand[]): [TimerCommand[][], TimerCommand[][]] {
-  const lists: [TimerCommand[][], TimerCommand[][]] = [[], []];
+function deal(next: () => number, commands: readonly KeyCommand[]): [KeyCommand[][], KeyCommand[][]] {
+  const lists: [KeyCommand[][], KeyCommand[][]] = [[], []];
   for (let i = 0; i < commands.length; ) {
     const size = 1 + Math.floor(next() * 5);
     lists[next() < 0.5 ? 0 : 1].push(commands.slice(i, i + size));
@@ -118,7 +118,7 @@ describe("PostgresTimerStore shared by several instances", () => {
     for (let round = 0; round < 40; round++) {
       const commands = randomCommands(next, round, 40, 4);
       const [left, right] = deal(next, commands);
-      const applyAll = async (store: TimerStore, batches: TimerCommand[][]) => {
+      const applyAll = async (store: TimerStore, batches: KeyCommand[][]) => {
         for (const batch of batches) await store.applyCommands(batch, decide);
       };
       await Promise.all([applyAll(first!, left), applyAll(second!, right)]);
@@ -137,7 +137,7 @@ describe("PostgresTimerStore shared by several instances", () => {
   it("when two owners claim due timers concurrently, then no timer is claimed by both and every one by someone", async () => {
     const schema = newSchema();
     const [first, second] = [await open(schema), await open(schema)];
-    const commands: TimerCommand[] = Array.from({ length: 300 }, (_, i) => ({
+    const commands: KeyCommand[] = Array.from({ length: 300 }, (_, i) => ({
       kind: "schedule",
       tenantId: i % 3 === 0 ? "globex" : "acme",
       serviceCallId: `call-${i}`,
@@ -171,8 +171,17 @@ describe("PostgresTimerStore shared by several instances", () => {
     expect(stale.map(keyString)).toEqual(["acme/call-1"]);
     expect(beforeExpiry).toEqual([]);
     expect(afterExpiry.map(keyString)).toEqual(["acme/call-1"]);
-    expect(await first!.markReached(stale, NOW + TTL_MS + 1, "instance-a")).toEqual([]);
-    expect(await second!.markReached(afterExpiry, NOW + TTL_MS + 1, "instance-b")).toEqual([{ tenantId: "acme", serviceCallId: "call-1" }]);
+    const reached = (timers: DueTimer[], atMs: number): Firing[] =>
+      timers.map((t) => ({
+        tenantId: t.tenantId,
+        serviceCallId: t.serviceCallId,
+        dueAtMs: t.dueAtMs,
+        generation: t.generation,
+        next: { state: "Reached", dueAtMs: t.dueAtMs, occurrence: t.occurrence, reachedAtMs: atMs, commandTs: t.commandTs, updatedAtMs: atMs },
+      }));
+    expect(await first!.recordFirings(reached(stale, NOW + TTL_MS + 1), "instance-a")).toEqual([]);
+    expect(await second!.recordFirings(reached(afterExpiry, NOW + TTL_MS + 1), "instance-b")).toEqual([{ tenantId: "acme", serviceCallId: "call-1" }]);
+    expect(await first!.get({ tenantId: "acme", serviceCallId: "call-1" })).toMatchObject({ state: "Reached", reachedAtMs: NOW + TTL_MS + 1 });
   });
 
   it("when three stores open a new schema at once, then the migrations run once and every store works", async () => {

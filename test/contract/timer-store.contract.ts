@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { DecideCommand, DueCursor, DueTimer, TimerStore } from "../../src/app/timer-store.js";
+import type { DecideCommand, DueCursor, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
+import type { TimerAfterFiring } from "../../src/domain/firing-rules.js";
 import type { TimerKey } from "../../src/domain/timer.js";
 import type { CancelTimerCommand, ScheduleTimerCommand, TimerCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
@@ -23,8 +24,8 @@ const CLAIM_TTL_MS = 30_000;
 
 const decideAt =
   (nowMs: number): DecideCommand =>
-  (current, command) =>
-    decideCommand(current, command, nowMs);
+  (current, command, context) =>
+    decideCommand(current, command, nowMs, context);
 
 function schedule(
   serviceCallId: string,
@@ -37,6 +38,18 @@ function schedule(
 
 function cancel(serviceCallId: string, fields: Partial<CancelTimerCommand> = {}): CancelTimerCommand {
   return { kind: "cancel", tenantId: TENANT, serviceCallId, correlationId: null, timestampMs: 1, ...fields };
+}
+
+/** A firing of `read` (its dueAt and generation are the guard) that leaves the timer as `next` says. */
+function firing(read: DueTimer, next: Partial<TimerAfterFiring>): Firing {
+  const { tenantId, serviceCallId, dueAtMs, generation } = read;
+  return {
+    tenantId,
+    serviceCallId,
+    dueAtMs,
+    generation,
+    next: { state: "Reached", dueAtMs, occurrence: read.occurrence, reachedAtMs: null, commandTs: read.commandTs, updatedAtMs: NOW, ...next },
+  };
 }
 
 function keyOf({ tenantId, serviceCallId }: TimerKey): TimerKey {
@@ -62,9 +75,13 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
     const claim = (nowMs: number, limit: number, after?: DueCursor, owner = OWNER): Promise<DueTimer[]> =>
       store.claimDue({ nowMs, limit, owner, leaseUntilMs: nowMs + CLAIM_TTL_MS, ...(after === undefined ? {} : { after }) });
 
+    /** Records firings that end the timers `Reached` at `reachedAtMs`, as a one-shot's publish does. */
+    const markReached = (timers: readonly DueTimer[], reachedAtMs: number, owner: string): Promise<TimerKey[]> =>
+      store.recordFirings(timers.map((t) => firing(t, { state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs })), owner);
+
     /** Fires the timers due at `nowMs` as the poller does: read, then mark. */
     async function fireDue(nowMs: number): Promise<TimerKey[]> {
-      return store.markReached(await claim(nowMs, 1000), nowMs, OWNER);
+      return markReached(await claim(nowMs, 1000), nowMs, OWNER);
     }
 
     describe("applyCommands", () => {
@@ -87,6 +104,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           registeredAtMs: NOW,
           reachedAtMs: null,
           updatedAtMs: NOW,
+          repeat: null,
+          occurrence: 1,
+          maxLatenessMs: null,
         });
       });
 
@@ -170,6 +190,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           registeredAtMs: NOW + 4,
           reachedAtMs: NOW + 5,
           updatedAtMs: NOW + 6,
+          repeat: { cron: "0 9 * * MON-FRI", timezone: "Europe/Berlin", untilMs: NOW + 7, maxOccurrences: 8, firstDueAtMs: NOW + 1 },
+          occurrence: 4,
+          maxLatenessMs: 30_000,
         } as const;
         const overwrite: DecideCommand = (current) => ({ outcome: "accepted", previous: current, next });
 
@@ -227,6 +250,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           registeredAtMs: NOW,
           reachedAtMs: null,
           updatedAtMs: NOW,
+          repeat: null,
+          occurrence: 1,
+          maxLatenessMs: null,
         });
         expect(await claim(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
         expect(await store.nextDueAt()).toBeNull();
@@ -309,12 +335,12 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       });
     });
 
-    describe("markReached", () => {
+    describe("recordFirings: one-shot timers end Reached", () => {
       it("when due timers are marked, then they are Reached at reachedAt and no longer due", async () => {
         await apply(schedule("call-1", NOW - 10, { data: '{"x":1}', correlationId: "req-1" }), schedule("call-2", NOW));
         const due = await claim(NOW, 10);
 
-        const marked = await store.markReached(due, NOW + 7, OWNER);
+        const marked = await markReached(due, NOW + 7, OWNER);
 
         expect(marked).toEqual([key("call-1"), key("call-2")]);
         expect(await store.get(key("call-1"))).toMatchObject({
@@ -345,7 +371,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           cancel("cancelled", { timestampMs: 2 }),
         );
 
-        const marked = await store.markReached(due, NOW + 1, OWNER);
+        const marked = await markReached(due, NOW + 1, OWNER);
 
         expect(marked).toEqual([key("unchanged")]);
         expect(await store.get(key("moved"))).toMatchObject({ state: "Scheduled", dueAtMs: NOW - 1 });
@@ -358,7 +384,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       it("when a timer without data and correlationId is marked, then it is Reached", async () => {
         await apply(schedule("bare", NOW));
 
-        const marked = await store.markReached(await claim(NOW, 10), NOW, OWNER);
+        const marked = await markReached(await claim(NOW, 10), NOW, OWNER);
 
         expect(marked).toEqual([key("bare")]);
         expect(await store.get(key("bare"))).toMatchObject({ state: "Reached", data: null, correlationId: null });
@@ -367,10 +393,180 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       it("when a timer is marked twice, then the second call marks nothing and keeps the first reachedAt", async () => {
         await apply(schedule("call-1", NOW));
         const due = await claim(NOW, 10);
-        await store.markReached(due, NOW + 1, OWNER);
+        await markReached(due, NOW + 1, OWNER);
 
-        expect(await store.markReached(due, NOW + 2, OWNER)).toEqual([]);
+        expect(await markReached(due, NOW + 2, OWNER)).toEqual([]);
         expect(await store.get(key("call-1"))).toMatchObject({ state: "Reached", reachedAtMs: NOW + 1 });
+      });
+    });
+
+    describe("recordFirings: recurring timers, lateness", () => {
+      const every = (everyMs: number, firstDueAtMs: number) => ({ everyMs, untilMs: null, maxOccurrences: null, firstDueAtMs });
+
+      it("when a recurring timer is read with its series and its firing moves it on, then it stays Scheduled at the next occurrence", async () => {
+        await apply(schedule("rec", NOW, { repeat: every(10_000, NOW), maxLatenessMs: 5_000 }));
+        const [read] = await claim(NOW, 10);
+        expect(read).toMatchObject({ occurrence: 1, repeat: every(10_000, NOW), maxLatenessMs: 5_000, commandTs: 1, reachedAtMs: null, prefixCancelTs: null });
+
+        const recorded = await store.recordFirings([firing(read!, { state: "Scheduled", dueAtMs: NOW + 10_000, occurrence: 2, reachedAtMs: NOW + 3 })], OWNER);
+
+        expect(recorded).toEqual([key("rec")]);
+        expect(await store.get(key("rec"))).toMatchObject({ state: "Scheduled", dueAtMs: NOW + 10_000, occurrence: 2, generation: 1, reachedAtMs: NOW + 3 });
+        expect(await claim(NOW + 9_999, 10)).toEqual([]);
+        expect((await claim(NOW + 10_000, 10)).map((t) => [t.dueAtMs, t.occurrence])).toEqual([[NOW + 10_000, 2]]);
+        expect(await store.nextDueAt()).toBe(NOW + 10_000);
+        expect(await store.countScheduled()).toBe(1);
+      });
+
+      it("when the same occurrence is recorded twice (a stale second record), then the timer advances once", async () => {
+        await apply(schedule("rec", NOW, { repeat: every(1_000, NOW) }));
+        const [read] = await claim(NOW, 10);
+        const moveOn = firing(read!, { state: "Scheduled", dueAtMs: NOW + 1_000, occurrence: 2 });
+
+        expect(await store.recordFirings([moveOn], OWNER)).toEqual([key("rec")]);
+        expect(await store.recordFirings([moveOn], OWNER)).toEqual([]);
+        expect(await store.get(key("rec"))).toMatchObject({ dueAtMs: NOW + 1_000, occurrence: 2 });
+      });
+
+      it("when a command moved commandTs after the timer was read, then the record keeps the newer commandTs", async () => {
+        await apply(schedule("rec", NOW, { timestampMs: 1 }));
+        const [read] = await claim(NOW, 10);
+        await apply(schedule("rec", NOW, { timestampMs: 5 }));
+
+        expect(await store.recordFirings([firing(read!, { reachedAtMs: NOW })], OWNER)).toEqual([key("rec")]);
+        expect(await store.get(key("rec"))).toMatchObject({ state: "Reached", commandTs: 5 });
+      });
+
+      it("when a prefix cancel covering the timer was recorded after it was read, then only a cancelling firing is recorded", async () => {
+        await apply(schedule("p:1", NOW, { timestampMs: 1 }), schedule("p:2", NOW, { timestampMs: 1 }));
+        const [first, second] = await claim(NOW, 10);
+        await apply({ kind: "cancelPrefix", tenantId: TENANT, serviceCallIdPrefix: "p:", correlationId: null, timestampMs: 3 });
+
+        const recorded = await store.recordFirings([firing(first!, { reachedAtMs: NOW }), firing(second!, { state: "Cancelled", commandTs: 3 })], OWNER);
+
+        expect(recorded).toEqual([key("p:2")]);
+        expect(await store.get(key("p:1"))).toMatchObject({ state: "Scheduled", commandTs: 1 });
+        expect(await store.get(key("p:2"))).toMatchObject({ state: "Cancelled", commandTs: 3 });
+      });
+
+      it("when a firing ends a timer Missed, then it is final and no longer due", async () => {
+        await apply(schedule("late", NOW - 60_000, { maxLatenessMs: 1_000 }));
+        const due = await claim(NOW, 10);
+
+        await store.recordFirings(due.map((t) => firing(t, { state: "Missed", reachedAtMs: NOW })), OWNER);
+
+        expect(await store.get(key("late"))).toMatchObject({ state: "Missed", reachedAtMs: NOW, dueAtMs: NOW - 60_000 });
+        expect(await store.countScheduled()).toBe(0);
+        const again = await apply(schedule("late", NOW + 1, { timestampMs: 9 }), cancel("late", { timestampMs: 10 }));
+        expect(again.map((d) => d.outcome)).toEqual(["ignored", "ignored"]);
+      });
+
+      it("when a rule, occurrence and lateness are stored, then they round trip through get and reopen", async (context) => {
+        const cron = { cron: "30 2 * * *", timezone: "Europe/Berlin", untilMs: NOW + 86_400_000 * 30, maxOccurrences: 12, firstDueAtMs: NOW + 1_000 };
+        await apply(schedule("cron", NOW + 1_000, { repeat: cron, maxLatenessMs: 0 }), schedule("plain", NOW + 2_000));
+
+        expect(await store.get(key("cron"))).toMatchObject({ repeat: cron, occurrence: 1, maxLatenessMs: 0 });
+        expect(await store.get(key("plain"))).toMatchObject({ repeat: null, occurrence: 1, maxLatenessMs: null });
+        if (harness.reopen === undefined) return context.skip("the store is not durable");
+        await store.close();
+        store = await harness.reopen();
+        expect(await store.get(key("cron"))).toMatchObject({ repeat: cron, maxLatenessMs: 0 });
+      });
+    });
+
+    describe("prefix cancels", () => {
+      const cancelPrefix = (serviceCallIdPrefix: string, timestampMs: number, tenantId = TENANT): TimerCommand => ({
+        kind: "cancelPrefix",
+        tenantId,
+        serviceCallIdPrefix,
+        correlationId: null,
+        timestampMs,
+      });
+      const sweepAll = async (prefix: string, limit: number, tenantId = TENANT): Promise<number> => {
+        let batches = 0;
+        for (;;) {
+          batches++;
+          const { done } = await store.sweepPrefixCancel({ tenantId, serviceCallIdPrefix: prefix }, limit, decideAt(NOW));
+          if (done) return batches;
+        }
+      };
+
+      it("when a prefix cancel is applied, then it is recorded unfinished, and a re-sent or older one is ignored", async () => {
+        const decisions = await apply(cancelPrefix("order-1:", 5), cancelPrefix("order-1:", 5), cancelPrefix("order-1:", 4));
+
+        expect(decisions.map((d) => d.outcome)).toEqual(["accepted", "ignored", "ignored"]);
+        expect(await store.unfinishedPrefixCancels()).toEqual([{ tenantId: TENANT, serviceCallIdPrefix: "order-1:", commandTs: 5, progressKey: "" }]);
+      });
+
+      it("when commands and due timers match a recorded prefix cancel, then decide and claimDue are told its newest timestamp", async () => {
+        await apply(schedule("order-1:a", NOW, { timestampMs: 1 }), schedule("order-2:a", NOW, { timestampMs: 1 }), schedule("other", NOW));
+        await apply(cancelPrefix("order-", 3), cancelPrefix("order-1:", 7), cancelPrefix("order-1:", 2, "globex"));
+        const seen: (number | null)[] = [];
+        const spy: DecideCommand = (current, command, context) => {
+          seen.push(context.prefixCancelTs);
+          return decideCommand(current, command, NOW, context);
+        };
+
+        await store.applyCommands([cancel("order-1:b", { timestampMs: 9 }), cancel("order-2:b", { timestampMs: 9 }), cancel("zzz", { timestampMs: 9 })], spy);
+        const due = await claim(NOW, 10);
+
+        expect(seen).toEqual([7, 3, null]);
+        expect(due.map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([["order-1:a", 7], ["order-2:a", 3], ["other", null]]);
+      });
+
+      it("when a schedule follows a prefix cancel in the same call, then it sees the prefix cancel", async () => {
+        const decisions = await apply(cancelPrefix("p:", 5), schedule("p:late", NOW, { timestampMs: 5 }), schedule("p:new", NOW, { timestampMs: 6 }));
+
+        expect(decisions.map((d) => d.outcome)).toEqual(["accepted", "ignored", "accepted"]);
+        expect(await store.get(key("p:late"))).toBeUndefined();
+        expect(await store.get(key("p:new"))).toMatchObject({ state: "Scheduled", commandTs: 6 });
+      });
+
+      it("when a prefix cancel is swept in small batches, then exactly the matching older timers are cancelled, and it finishes", async () => {
+        const ids = ["p", "p:", "p:1", "p:10", "p:2", "p:\u{10FFFF}", "p:😀", "p;", "o", "q:1"];
+        await apply(...ids.map((id) => schedule(id, NOW + 1_000, { timestampMs: 1 })));
+        await apply(schedule("p:newer", NOW + 1_000, { timestampMs: 9 }), schedule("p:x", NOW + 1_000, { tenantId: "globex" }));
+        await apply(cancelPrefix("p:", 5));
+
+        const batches = await sweepAll("p:", 2);
+
+        const states = Object.fromEntries(await Promise.all([...ids, "p:newer"].map(async (id) => [id, (await store.get(key(id)))?.state])));
+        expect(states).toEqual({
+          p: "Scheduled", "p:": "Cancelled", "p:1": "Cancelled", "p:10": "Cancelled", "p:2": "Cancelled",
+          "p:\u{10FFFF}": "Cancelled", "p:😀": "Cancelled", "p;": "Scheduled", o: "Scheduled", "q:1": "Scheduled", "p:newer": "Scheduled",
+        });
+        expect(await store.get(key("p:1"))).toMatchObject({ commandTs: 5 });
+        expect(await store.get(key("p:x", "globex"))).toMatchObject({ state: "Scheduled" });
+        expect(batches).toBe(4);
+        expect(await store.unfinishedPrefixCancels()).toEqual([]);
+        expect(await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "p:" }, 2, decideAt(NOW))).toEqual({ decisions: [], done: true });
+      });
+
+      it("when the store is reopened mid-sweep, then the sweep resumes after its progress", async (context) => {
+        if (harness.reopen === undefined) return context.skip("the store is not durable");
+        await apply(...["k:1", "k:2", "k:3", "k:4", "k:5"].map((id) => schedule(id, NOW + 1_000)));
+        await apply(cancelPrefix("k:", 5));
+        const first = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, decideAt(NOW));
+        expect(first.decisions.map((d) => d.next?.serviceCallId)).toEqual(["k:1", "k:2"]);
+
+        await store.close();
+        store = await harness.reopen();
+
+        expect(await store.unfinishedPrefixCancels()).toEqual([{ tenantId: TENANT, serviceCallIdPrefix: "k:", commandTs: 5, progressKey: "k:2" }]);
+        const second = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, decideAt(NOW));
+        expect(second.decisions.map((d) => d.next?.serviceCallId)).toEqual(["k:3", "k:4"]);
+        expect((await claim(NOW + 1_000, 10)).map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([["k:5", 5]]);
+      });
+
+      it("when a newer prefix cancel of the same prefix arrives mid-sweep, then the sweep starts over with its timestamp", async () => {
+        await apply(...["n:1", "n:2", "n:3"].map((id) => schedule(id, NOW + 1_000, { timestampMs: 1 })));
+        await apply(cancelPrefix("n:", 2));
+        await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "n:" }, 2, decideAt(NOW));
+        await apply(cancelPrefix("n:", 4));
+
+        await sweepAll("n:", 2);
+
+        expect((await Promise.all(["n:1", "n:2", "n:3"].map((id) => store.get(key(id))))).map((t) => t?.commandTs)).toEqual([4, 4, 4]);
       });
     });
 
@@ -395,7 +591,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         await apply(schedule("call-1", NOW, { data: "1", timestampMs: 1 }));
         const [read] = await claim(NOW, 10);
 
-        const marked = await store.markReached([{ ...read!, generation: read!.generation + 1 }], NOW, OWNER);
+        const marked = await markReached([{ ...read!, generation: read!.generation + 1 }], NOW, OWNER);
 
         expect(marked).toEqual([]);
         expect(await store.get(key("call-1"))).toMatchObject({ state: "Scheduled" });
@@ -424,8 +620,8 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         const takenOver = await claim(NOW + CLAIM_TTL_MS + 1, 10, undefined, OTHER);
 
         expect(takenOver.map((t) => t.serviceCallId)).toEqual(["a"]);
-        expect(await store.markReached(stale, NOW + CLAIM_TTL_MS + 2, OWNER)).toEqual([]);
-        expect(await store.markReached(takenOver, NOW + CLAIM_TTL_MS + 2, OTHER)).toEqual([key("a")]);
+        expect(await markReached(stale, NOW + CLAIM_TTL_MS + 2, OWNER)).toEqual([]);
+        expect(await markReached(takenOver, NOW + CLAIM_TTL_MS + 2, OTHER)).toEqual([key("a")]);
       });
 
       it("when an owner releases its claims, then another owner can claim the timers at once", async (context) => {
@@ -506,7 +702,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect((await store.get(key(longId)))?.serviceCallId).toBe(longId);
         const due = await claim(NOW, 10);
         expect(due.map((t) => t.serviceCallId)).toEqual([longId]);
-        expect(await store.markReached(due, NOW, OWNER)).toEqual([key(longId)]);
+        expect(await markReached(due, NOW, OWNER)).toEqual([key(longId)]);
         expect(await store.get(key(longId))).toMatchObject({ state: "Reached", correlationId: "ß".repeat(128) });
       });
     });

@@ -3,13 +3,14 @@ import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerClient } from "../support/timer-client.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { uniqueId } from "./integration-support.js";
+import { TEST_STORE } from "../support/test-postgres.js";
 
 /**
  * CONTRACT §6: a SQLite instance leases its consumer in the broker, naming its database. A second
  * instance with another database neither consumes nor fires and says why; a restart on the same
  * database takes the lease back at once.
  */
-describe("SQLite consumer lease", () => {
+describe.skipIf(TEST_STORE !== "sqlite")("SQLite consumer lease", () => {
   let nats: NatsServerProcess;
   let first: TimerServiceProcess;
   let second: TimerServiceProcess;

@@ -111,7 +111,7 @@ describe("deploy/nats/tenant-accounts.conf, used by clients", () => {
   });
 
   it("when acme sends a query on its own subject, then a responder in the service's account answers it; globex's query subject is refused", async () => {
-    const responder = service.subscribe("timer.query.>", { callback: (_error, msg) => msg.respond(`answer to ${msg.subject}`) });
+    const responder = service.subscribe("timer.query.>", { callback: (_error, msg) => void msg.respond(`answer to ${msg.subject}`) });
     await service.flush();
     try {
       const answer = await acme.request("timer.query.stats.acme", "{}", { timeout: 2_000 });

@@ -19,6 +19,7 @@ import { FakeClock, T0 } from "../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../support/fakes/recording-event-publisher.js";
 import { RecordingLogger } from "../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../support/fakes/recording-metrics.js";
+import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2_147_483_647 : Number(process.env.FC_SEED);
 fc.configureGlobal({ seed });
@@ -26,7 +27,7 @@ fc.configureGlobal({ seed });
 const HORIZON_DAYS = 3650;
 const HORIZON_MS = T0 + HORIZON_DAYS * 86_400_000;
 const clock = new FakeClock(T0);
-const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: HORIZON_DAYS, clock });
+const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: HORIZON_DAYS, clock, calendar: new CronerCalendar() });
 const encoder = new TextEncoder();
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -103,7 +104,8 @@ function decodeAndCheck(raw: RawCommand): DecodedCommand {
     check(raw.body.byteLength <= 65_536, "accepted a body over 64 KiB");
     check(raw.subject === `timer.commands.${c.kind}.${c.tenantId}`, "command does not match its subject");
     check(validTenant(c.tenantId), "invalid tenantId");
-    check(isText(c.serviceCallId, 1, 256) && !CONTROL.test(c.serviceCallId), "invalid serviceCallId");
+    const callId = c.kind === "cancelPrefix" ? c.serviceCallIdPrefix : c.serviceCallId;
+    check(isText(callId, 1, 256) && !CONTROL.test(callId), "invalid serviceCallId");
     check(Number.isSafeInteger(c.timestampMs) && c.timestampMs >= 0, "invalid timestampMs");
     check(c.correlationId === null || isText(c.correlationId, 1, 128), "invalid correlationId");
     if (c.kind === "schedule") {

@@ -3,10 +3,9 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { GenericContainer, Wait, getContainerRuntimeClient, type ImagePullPolicy, type StartedTestContainer } from "testcontainers";
 import { freePort } from "./free-port.js";
-import type { NatsServer, PostgresServer, StartNatsOptions } from "./test-infrastructure.js";
+import { waitForPostgres, type NatsServer, type PostgresServer, type StartNatsOptions } from "./test-infrastructure.js";
 
 /**
  * The containers path of test/support/test-infrastructure.ts (loaded only when it is chosen).
@@ -285,23 +284,5 @@ async function waitForNatsInfo(port: number, timeoutMs: number): Promise<void> {
     if (greeted) return;
     if (Date.now() > deadline) throw new Error(`nats-server in its container did not answer on 127.0.0.1:${port} within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Resolves once Postgres at `url` answers a query. */
-async function waitForPostgres(url: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1_000 });
-    try {
-      await client.connect();
-      await client.query("SELECT 1");
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`postgres in its container did not answer at ${url} within ${timeoutMs} ms: ${String(error)}`);
-    } finally {
-      await client.end().catch(() => undefined);
-    }
-    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -3,6 +3,7 @@ import { chownSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:net";
+import pg from "pg";
 import { freePort } from "./free-port.js";
 
 /**
@@ -173,22 +174,30 @@ export class LocalPostgresServer implements PostgresServer {
     const result = spawnSync(pgBin("initdb"), initdbArgs, { encoding: "utf8", ...user });
     if (result.status !== 0) throw new Error(`initdb failed (${result.status ?? result.error?.message}): ${result.stderr}`);
     const server = new LocalPostgresServer(await freePort(), dataDir, baseDir);
-    await server.restart();
-    const psqlArgs = ["-h", "127.0.0.1", "-p", String(server.port), "-U", "postgres", "-d", "postgres", "-qc", "CREATE DATABASE test"];
-    const created = spawnSync(pgBin("psql"), psqlArgs, { encoding: "utf8", ...user });
-    if (created.status !== 0) {
+    try {
+      await server.start("postgres");
+      const client = new pg.Client({ connectionString: server.url.replace(/\/test$/, "/postgres") });
+      await client.connect();
+      await client.query("CREATE DATABASE test").finally(() => client.end());
+    } catch (error) {
       await server.dispose();
-      throw new Error(`CREATE DATABASE test failed: ${created.stderr}`);
+      throw error;
     }
     return server;
   }
 
   async restart(): Promise<void> {
+    await this.start("test");
+  }
+
+  private async start(database: string): Promise<void> {
     if (this.child !== undefined) throw new Error("postgres is already running");
     const args = ["-D", this.dataDir, "-h", "127.0.0.1", "-p", String(this.port), "-k", "", "-c", "fsync=off"];
     const child = spawn(pgBin("postgres"), args, { stdio: ["ignore", "ignore", "pipe"], ...postgresUser() });
     this.child = child;
     await untilListeningOrExit(child, "postgres", this.port);
+    // Listening is not ready: after a hard stop it answers "the database system is starting up".
+    await waitForPostgres(this.url.replace(/\/test$/, `/${database}`), 30_000);
   }
 
   async stop(hard = false): Promise<void> {
@@ -257,5 +266,23 @@ export async function waitForPort(port: number, timeoutMs: number, name = "serve
     if (open) return;
     if (Date.now() > deadline) throw new Error(`${name} did not listen on ${port} within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Resolves once Postgres at `url` answers a query. */
+export async function waitForPostgres(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1_000 });
+    try {
+      await client.connect();
+      await client.query("SELECT 1");
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`postgres did not answer at ${url} within ${timeoutMs} ms: ${String(error)}`);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { freePort } from "./free-port.js";
+import { dropSchema, TEST_DATABASE_URL, TEST_STORE, uniqueSchema } from "./test-postgres.js";
 
 const REPO_ROOT = resolve(import.meta.dirname, "../..");
 
 /**
  * The real service as users run it: `node dist/main.js` (built by `npm test` before vitest runs)
  * in its own process, configured only through its environment. Fault tests kill it with SIGKILL and
- * start it again on the same database file.
+ * start it again on the same database file (or Postgres schema, with TEST_TIMER_STORE=postgres).
  */
 export class TimerServiceProcess {
   private child: ChildProcess | undefined;
@@ -33,6 +34,10 @@ export class TimerServiceProcess {
   ): Promise<TimerServiceProcess> {
     const dataDir = mkdtempSync(join(tmpdir(), "timer-svc-"));
     const httpPort = await freePort();
+    const storeEnv: Record<string, string> =
+      TEST_STORE === "postgres" && env.TIMER_STORE === undefined
+        ? { TIMER_STORE: "postgres", TIMER_DATABASE_URL: TEST_DATABASE_URL, TIMER_DATABASE_SCHEMA: uniqueSchema("svc") }
+        : {};
     const service = new TimerServiceProcess(
       {
         TIMER_BROKER_URL: brokerUrl,
@@ -40,6 +45,7 @@ export class TimerServiceProcess {
         TIMER_HTTP_PORT: String(httpPort),
         TIMER_HTTP_HOST: "127.0.0.1",
         TIMER_LOG_LEVEL: "info",
+        ...storeEnv,
         ...env,
       },
       dataDir,
@@ -142,5 +148,8 @@ export class TimerServiceProcess {
   async dispose(): Promise<void> {
     if (this.child !== undefined) await this.kill("SIGKILL").catch(() => undefined);
     rmSync(this.dataDir, { recursive: true, force: true });
+    if (this.env.TIMER_STORE === "postgres" && this.env.TIMER_DATABASE_SCHEMA !== undefined) {
+      await dropSchema(this.env.TIMER_DATABASE_SCHEMA).catch(() => undefined);
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { applyHttpLimits, HTTP_SERVER_OPTIONS } from "./http-server-limits.js";
@@ -17,6 +17,8 @@ export interface ReadinessCheck {
  */
 export class HealthHttpServer {
   private readonly server: Server;
+  /** Routes added with `use` (the query API and admin page); asked before the 404. */
+  private extraRoutes: ((request: IncomingMessage, response: ServerResponse) => boolean) | undefined;
 
   constructor(
     private readonly registry: Registry,
@@ -25,6 +27,7 @@ export class HealthHttpServer {
     this.server = createServer(HTTP_SERVER_OPTIONS, (request, response) => {
       const path = (request.url ?? "/").split("?")[0];
       const known = path === "/metrics" || path === "/healthz" || path === "/readyz";
+      if (!known && this.extraRoutes?.(request, response) === true) return;
       if (!known) return reply(response, 404, { error: "not found" });
       if (request.method !== "GET" && request.method !== "HEAD") {
         response.setHeader("Allow", "GET, HEAD");
@@ -45,6 +48,11 @@ export class HealthHttpServer {
       );
     });
     applyHttpLimits(this.server);
+  }
+
+  /** Adds routes answered before the 404: they return true for a request they answered. */
+  use(routes: (request: IncomingMessage, response: ServerResponse) => boolean): void {
+    this.extraRoutes = routes;
   }
 
   /** Listens and returns the bound address (port 0 picks a free port). */

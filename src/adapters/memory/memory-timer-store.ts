@@ -112,7 +112,11 @@ export class MemoryTimerStore implements TimerStore {
       const current = stored.get(key);
       const unchanged = isScheduled(current) && current.dueAtMs === firing.dueAtMs && current.generation === firing.generation;
       if (!unchanged || this.#heldByOther(key, owner, firing.next.updatedAtMs)) continue;
-      stored.set(key, { ...current, ...firing.next });
+      // A prefix cancel recorded after the timer was read covers it: the firing must not end it.
+      const prefixCancelTs = this.#prefixIndex.latestFor(firing.tenantId, firing.serviceCallId);
+      if (firing.next.state !== "Cancelled" && prefixCancelTs !== null && prefixCancelTs >= firing.next.commandTs) continue;
+      // commandTs only grows: a command may have moved it after the timer was read.
+      stored.set(key, { ...current, ...firing.next, commandTs: Math.max(current.commandTs, firing.next.commandTs) });
       this.#claims.delete(key);
       recorded.push({ tenantId: firing.tenantId, serviceCallId: firing.serviceCallId });
     }

@@ -1,5 +1,5 @@
 import { dueEventId, formatInstant } from "../../domain/due-time.js";
-import type { CommandRejected, DueTimeReached } from "../../app/timer-event-publisher.js";
+import type { CommandRejected, DueTimeMissed, DueTimeReached } from "../../app/timer-event-publisher.js";
 
 /**
  * JSON text of the events (CONTRACT §2). Built by concatenation so that a timer's stored `data`
@@ -29,7 +29,7 @@ const dueAtFormat = new InstantFormatCache();
 const reachedAtFormat = new InstantFormatCache();
 
 export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): string {
-  const { tenantId, serviceCallId, dueAtMs, reachedAtMs, generation, data, correlationId } = event;
+  const { tenantId, serviceCallId, dueAtMs, reachedAtMs, generation, data, correlationId, occurrence, missedOccurrences } = event;
   const tenant = json(tenantId);
   return (
     `{"id":${json(dueEventId(tenantId, serviceCallId, dueAtMs, generation))},"type":"DueTimeReached","tenantId":${tenant}` +
@@ -37,7 +37,25 @@ export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): 
     `,"timestampMs":${timestampMs},"payload":{"tenantId":${tenant},"serviceCallId":${json(serviceCallId)}` +
     `,"dueAt":"${dueAtFormat.format(dueAtMs)}","reachedAt":"${reachedAtFormat.format(reachedAtMs)}"` +
     (data === null ? "" : `,"data":${data}`) +
-    `,"generation":${generation},"lateMs":${reachedAtMs - dueAtMs}}}`
+    `,"generation":${generation},"lateMs":${reachedAtMs - dueAtMs}` +
+    (occurrence === undefined || occurrence === null ? "" : `,"occurrence":${occurrence}`) +
+    (missedOccurrences === undefined || missedOccurrences === 0 ? "" : `,"missedOccurrences":${missedOccurrences}`) +
+    "}}"
+  );
+}
+
+export function dueTimeMissedJson(event: DueTimeMissed, timestampMs: number): string {
+  const { tenantId, serviceCallId, dueAtMs, missedAtMs, generation, data, correlationId, occurrence } = event;
+  const tenant = json(tenantId);
+  return (
+    `{"id":${json(dueEventId(tenantId, serviceCallId, dueAtMs, generation))},"type":"DueTimeMissed","tenantId":${tenant}` +
+    (correlationId === null ? "" : `,"correlationId":${json(correlationId)}`) +
+    `,"timestampMs":${timestampMs},"payload":{"tenantId":${tenant},"serviceCallId":${json(serviceCallId)}` +
+    `,"dueAt":"${formatInstant(dueAtMs)}","missedAt":"${formatInstant(missedAtMs)}"` +
+    (data === null ? "" : `,"data":${data}`) +
+    `,"generation":${generation},"lateMs":${missedAtMs - dueAtMs}` +
+    (occurrence === undefined || occurrence === null ? "" : `,"occurrence":${occurrence}`) +
+    "}}"
   );
 }
 

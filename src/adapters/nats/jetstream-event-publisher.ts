@@ -1,7 +1,7 @@
 import { dueEventId } from "../../domain/due-time.js";
 import type { Clock } from "../../app/clock.js";
-import type { CommandRejected, DueTimeReached, TimerEventPublisher } from "../../app/timer-event-publisher.js";
-import { commandRejectedJson, dueTimeReachedJson } from "./event-envelopes.js";
+import type { CommandRejected, DueTimeMissed, DueTimeReached, TimerEventPublisher } from "../../app/timer-event-publisher.js";
+import { commandRejectedJson, dueTimeMissedJson, dueTimeReachedJson } from "./event-envelopes.js";
 import type { JetStreamAckTracker } from "./jetstream-ack-tracker.js";
 
 const encoder = new TextEncoder();
@@ -20,6 +20,12 @@ export class JetStreamEventPublisher implements TimerEventPublisher {
   publishDueTimeReached(event: DueTimeReached): Promise<void> {
     const body = dueTimeReachedJson(event, this.options.clock.now());
     const subject = `${this.options.subjectPrefix}.events.due.${event.tenantId}`;
+    return this.acks.publish(subject, encoder.encode(body), dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs, event.generation), this.options.eventsStream);
+  }
+
+  publishDueTimeMissed(event: DueTimeMissed): Promise<void> {
+    const body = dueTimeMissedJson(event, this.options.clock.now());
+    const subject = `${this.options.subjectPrefix}.events.missed.${event.tenantId}`;
     return this.acks.publish(subject, encoder.encode(body), dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs, event.generation), this.options.eventsStream);
   }
 

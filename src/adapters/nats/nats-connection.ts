@@ -17,25 +17,25 @@ import { parseBrokerUrl, type BrokerUrl } from "./broker-url.js";
 const FIRST_CONNECT_RETRY_MS = 250;
 
 /**
- * Connection options: reconnect forever (the service outlives broker outages, CONTRACT §3.9) and
- * keep trying when the broker is not up yet at start. Secrets go into the options, never the logs.
- * The client ignores a URL's user part, so a login written into a URL (the CLI passes its URLs as
- * given) is moved into the options, unless `credentials` names a login of its own.
+ * Connection options: reconnect forever (the service outlives broker outages, CONTRACT §3.9).
+ * Secrets go into the options, never the logs. The client ignores a URL's user part, so a login
+ * written into a URL (the CLI passes its URLs as given) is moved into the options, unless
+ * `given` names a login of its own.
  */
-export function natsConnectionOptions(servers: readonly string[], credentials: NatsCredentials): NodeConnectionOptions {
+export function natsConnectionOptions(servers: readonly string[], given: NatsCredentials): NodeConnectionOptions {
   const parsed = servers.map((url): BrokerUrl => parseBrokerUrl(url) ?? { server: url });
   const urlLogin = parsed.find((entry) => entry.login !== undefined)?.login;
-  const hasLogin = [credentials.user, credentials.token, credentials.nkeySeed, credentials.credsFile].some((value) => value !== undefined);
-  if (urlLogin !== undefined && !hasLogin) {
-    credentials = { ...credentials, ...("token" in urlLogin ? { token: urlLogin.token } : { user: urlLogin.user, password: urlLogin.password }) };
-  }
+  const hasLogin = [given.user, given.token, given.nkeySeed, given.credsFile].some((value) => value !== undefined);
+  const credentials: NatsCredentials =
+    urlLogin === undefined || hasLogin
+      ? given
+      : { ...given, ...("token" in urlLogin ? { token: urlLogin.token } : { user: urlLogin.user, password: urlLogin.password }) };
   const options: NodeConnectionOptions = {
     servers: parsed.map((entry) => entry.server),
     name: "timer-service",
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     reconnectJitter: 100,
-    waitOnFirstConnect: true,
     pingInterval: 10_000,
     maxPingOut: 3,
   };
@@ -61,8 +61,9 @@ export function natsConnectionOptions(servers: readonly string[], credentials: N
  * so (rate-limited, URLs redacted). A refused login is not retried: it needs an operator.
  */
 export async function connectToNats(servers: readonly string[], credentials: NatsCredentials, logger: Logger): Promise<NatsConnection> {
-  // One round over the servers per call; the loop here (not waitOnFirstConnect) can count and log.
-  const options = { ...natsConnectionOptions(servers, credentials), waitOnFirstConnect: false };
+  // One round over the servers per call: this loop, unlike the client's waitOnFirstConnect, can
+  // count the attempts and log them.
+  const options = natsConnectionOptions(servers, credentials);
   const unreachable = new BrokerUnreachableLog(logger, servers);
   for (;;) {
     try {

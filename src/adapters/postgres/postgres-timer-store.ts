@@ -1,7 +1,9 @@
 import type pg from "pg";
-import type { DecideCommand, DueClaim, DueTimer, FiredTimer, TimerStore } from "../../app/timer-store.js";
+import type { DecideCommand, DueClaim, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
+import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
 import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
-import type { TimerCommand } from "../../domain/timer-command.js";
+import type { CancelTimerCommand, CancelTimersByPrefixCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { createPostgresPool } from "./postgres-pool.js";
@@ -50,6 +52,26 @@ function compareCodePoints(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
+/** A row as Postgres returns it: `repeat` is JSON text (see recurrenceText). */
+type Row<T> = Omit<T, "repeat"> & { readonly repeat: string | null };
+
+function fromRow<T extends { readonly repeat: unknown }>(row: Row<T>): T {
+  return { ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) } as unknown as T;
+}
+
+/** One firing's columns for RECORD_FIRINGS. */
+interface FiringRow extends TimerKey {
+  readonly dueAtMs: number;
+  readonly generation: number;
+  readonly state: string;
+  readonly nextDueAtMs: number;
+  readonly occurrence: number;
+  readonly reachedAtMs: number | null;
+  readonly commandTs: number;
+  readonly updatedAtMs: number;
+}
+
+
 /**
  * Timers in one Postgres table (`timer_schedules` in the configured schema), shared by any number
  * of instances. Each method is one transaction; see docs/adr/0005-postgres-store.md for the
@@ -71,9 +93,9 @@ export class PostgresTimerStore implements TimerStore {
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
     if (commands.length === 0) return [];
     let decideError: unknown;
-    const guarded: DecideCommand = (current, command) => {
+    const guarded: DecideCommand = (current, command, context) => {
       try {
-        return decide(current, command);
+        return decide(current, command, context);
       } catch (error) {
         decideError = error;
         throw error;
@@ -88,18 +110,38 @@ export class PostgresTimerStore implements TimerStore {
 
   async #applyBatch(client: pg.PoolClient, commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
     const keys = new Map<string, TimerKey>();
-    for (const { tenantId, serviceCallId } of commands) keys.set(timerKeyString({ tenantId, serviceCallId }), { tenantId, serviceCallId });
-    const { rows } = await client.query<Timer>({
-      name: "timer-select-for-update",
-      text: q.SELECT_FOR_UPDATE,
-      values: [[...keys.values()].map((k) => k.tenantId), [...keys.values()].map((k) => k.serviceCallId)],
-    });
-    const current = new Map(rows.map((row) => [timerKeyString(row), row]));
+    for (const command of commands) {
+      if (command.kind === "cancelPrefix") continue;
+      const { tenantId, serviceCallId } = command;
+      keys.set(timerKeyString(command), { tenantId, serviceCallId });
+    }
+    const current = new Map<string, Timer>();
+    if (keys.size > 0) {
+      const { rows } = await client.query<Row<Timer>>({
+        name: "timer-select-for-update",
+        text: q.SELECT_FOR_UPDATE,
+        values: [[...keys.values()].map((k) => k.tenantId), [...keys.values()].map((k) => k.serviceCallId)],
+      });
+      for (const row of rows) current.set(timerKeyString(row), fromRow<Timer>(row));
+    }
+    const tenants = [...new Set(commands.map((c) => c.tenantId))];
+    const { rows: cancels } = await client.query<PrefixCancel>({ name: "timer-select-prefix-cancels", text: q.SELECT_PREFIX_CANCELS, values: [tenants] });
+    const index = new PrefixCancelIndex(cancels);
     const existed = new Set(current.keys());
     const changed = new Map<string, Timer>();
+    const recordedPrefixes = new Map<string, CancelTimersByPrefixCommand>();
     const decisions = commands.map((command) => {
+      if (command.kind === "cancelPrefix") {
+        const { tenantId, serviceCallIdPrefix, timestampMs } = command;
+        const decision = decide(undefined, command, { prefixCancelTs: index.get(tenantId, serviceCallIdPrefix) ?? null });
+        if (decision.outcome === "accepted") {
+          recordedPrefixes.set(`${tenantId}\u0000${serviceCallIdPrefix}`, command);
+          index.add({ tenantId, serviceCallIdPrefix, commandTs: timestampMs });
+        }
+        return decision;
+      }
       const key = timerKeyString(command);
-      const decision = decide(current.get(key), command);
+      const decision = decide(current.get(key), command, { prefixCancelTs: index.latestFor(command.tenantId, command.serviceCallId) });
       if (decision.next !== undefined) {
         current.set(key, decision.next);
         changed.set(key, decision.next);
@@ -107,6 +149,15 @@ export class PostgresTimerStore implements TimerStore {
       return decision;
     });
     if (changed.size > 0) await this.#upsert(client, [...changed.values()].sort(compareKeys), existed);
+    if (recordedPrefixes.size > 0) {
+      const recorded = [...recordedPrefixes.values()];
+      await client.query({
+        name: "timer-upsert-prefix-cancels",
+        text: q.UPSERT_PREFIX_CANCELS,
+        // updated_at is when it was recorded, for retention: the store's clock, as in SQLite.
+        values: [recorded.map((c) => c.tenantId), recorded.map((c) => c.serviceCallIdPrefix), recorded.map((c) => c.timestampMs), Date.now()],
+      });
+    }
     return decisions;
   }
 
@@ -127,6 +178,9 @@ export class PostgresTimerStore implements TimerStore {
         column((t) => t.registeredAtMs),
         column((t) => t.reachedAtMs),
         column((t) => t.updatedAtMs),
+        column((t) => (t.repeat == null ? null : recurrenceText(t.repeat))),
+        column((t) => t.occurrence),
+        column((t) => t.maxLatenessMs),
         column((t) => existed.has(timerKeyString(t))),
       ],
     });
@@ -140,39 +194,112 @@ export class PostgresTimerStore implements TimerStore {
       after === undefined
         ? { name: "timer-claim-due", text: q.CLAIM_DUE, values }
         : { name: "timer-claim-due-after", text: q.CLAIM_DUE_AFTER, values: [...values, after.dueAtMs, after.tenantId, after.serviceCallId] };
-    const { rows } = await this.#write(() => withRetry(() => this.#pool.query<DueTimer>(query)));
+    const { rows } = await this.#write(() => withRetry(() => this.#pool.query<Row<DueTimer>>(query)));
     this.#latestClaimMs = Math.max(this.#latestClaimMs ?? nowMs, nowMs);
-    return rows;
+    return rows.map((row) => fromRow<DueTimer>(row));
   }
 
-  async markReached(timers: readonly FiredTimer[], reachedAtMs: number, owner: string): Promise<TimerKey[]> {
-    if (timers.length === 0) return [];
-    const sorted = [...timers].sort(compareKeys);
+  async recordFirings(firings: readonly Firing[], owner: string): Promise<TimerKey[]> {
+    return this.#recordFirings(
+      firings.map(({ tenantId, serviceCallId, dueAtMs, generation, next }) => ({
+        tenantId,
+        serviceCallId,
+        dueAtMs,
+        generation,
+        state: next.state,
+        nextDueAtMs: next.dueAtMs,
+        occurrence: next.occurrence,
+        reachedAtMs: next.reachedAtMs,
+        commandTs: next.commandTs,
+        updatedAtMs: next.updatedAtMs,
+      })),
+      owner,
+    );
+  }
+
+  async #recordFirings(firings: readonly FiringRow[], owner: string): Promise<TimerKey[]> {
+    if (firings.length === 0) return [];
+    const sorted = [...firings].sort(compareKeys);
+    const column = <T>(pick: (firing: FiringRow) => T): T[] => sorted.map(pick);
     const { rows } = await this.#write(() =>
       withRetry(() =>
         this.#pool.query<TimerKey>({
-          name: "timer-mark-reached",
-          text: q.MARK_REACHED,
+          name: "timer-record-firings",
+          text: q.RECORD_FIRINGS,
           values: [
-            sorted.map((t) => t.tenantId),
-            sorted.map((t) => t.serviceCallId),
-            sorted.map((t) => t.dueAtMs),
-            sorted.map((t) => t.generation),
-            reachedAtMs,
             owner,
+            column((f) => f.tenantId),
+            column((f) => f.serviceCallId),
+            column((f) => f.dueAtMs),
+            column((f) => f.generation),
+            column((f) => f.state),
+            column((f) => f.nextDueAtMs),
+            column((f) => f.occurrence),
+            column((f) => f.reachedAtMs),
+            column((f) => f.commandTs),
+            column((f) => f.updatedAtMs),
           ],
         }),
       ),
     );
     // In the order asked for, once per key.
-    const marked = new Set(rows.map(timerKeyString));
+    const recorded = new Set(rows.map(timerKeyString));
     const result: TimerKey[] = [];
-    for (const { tenantId, serviceCallId } of timers) {
-      const key = timerKeyString({ tenantId, serviceCallId });
-      if (!marked.delete(key)) continue;
+    for (const { tenantId, serviceCallId } of firings) {
+      if (!recorded.delete(timerKeyString({ tenantId, serviceCallId }))) continue;
       result.push({ tenantId, serviceCallId });
     }
     return result;
+  }
+
+  async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
+    const { rows } = await this.#pool.query<PrefixCancelSweep>({ name: "timer-unfinished-prefix-cancels", text: q.SELECT_UNFINISHED_PREFIX_CANCELS });
+    return rows;
+  }
+
+  async sweepPrefixCancel(
+    prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
+    limit: number,
+    decide: DecideCommand,
+  ): Promise<{ readonly decisions: CommandDecision[]; readonly done: boolean }> {
+    const { tenantId, serviceCallIdPrefix } = prefix;
+    let decideError: unknown;
+    return this.#write(
+      () =>
+        withRetry(() =>
+          this.#transaction(async (client) => {
+            const { rows: records } = await client.query<{ commandTs: number; progressKey: string | null }>({
+              name: "timer-lock-prefix-cancel",
+              text: q.LOCK_PREFIX_CANCEL,
+              values: [tenantId, serviceCallIdPrefix],
+            });
+            const record = records[0];
+            if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
+            const { rows } = await client.query<Row<Timer>>({
+              name: "timer-select-prefix-sweep-batch",
+              text: q.SELECT_PREFIX_SWEEP_BATCH,
+              values: [tenantId, serviceCallIdPrefix, prefixUpperBound(serviceCallIdPrefix), record.progressKey, limit],
+            });
+            const batch = rows.map((row) => fromRow<Timer>(row));
+            const decisions = batch.map((timer) => {
+              const cancel: CancelTimerCommand = { kind: "cancel", tenantId, serviceCallId: timer.serviceCallId, correlationId: null, timestampMs: record.commandTs };
+              try {
+                return decide(timer, cancel, { prefixCancelTs: null });
+              } catch (error) {
+                decideError = error;
+                throw error;
+              }
+            });
+            const changed = decisions.flatMap((d) => (d.next === undefined ? [] : [d.next]));
+            if (changed.length > 0) await this.#upsert(client, changed, new Set(changed.map(timerKeyString)));
+            const done = batch.length < limit;
+            const progressKey = done ? null : batch[batch.length - 1]!.serviceCallId;
+            await client.query({ name: "timer-update-prefix-progress", text: q.UPDATE_PREFIX_PROGRESS, values: [tenantId, serviceCallIdPrefix, progressKey] });
+            return { decisions, done };
+          }),
+        ),
+      (error) => error !== decideError,
+    );
   }
 
   async releaseClaims(owner: string, timers?: readonly TimerKey[]): Promise<void> {
@@ -199,8 +326,8 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async get(key: TimerKey): Promise<Timer | undefined> {
-    const { rows } = await this.#pool.query<Timer>({ name: "timer-select-by-key", text: q.SELECT_BY_KEY, values: [key.tenantId, key.serviceCallId] });
-    return rows[0];
+    const { rows } = await this.#pool.query<Row<Timer>>({ name: "timer-select-by-key", text: q.SELECT_BY_KEY, values: [key.tenantId, key.serviceCallId] });
+    return rows[0] === undefined ? undefined : fromRow<Timer>(rows[0]);
   }
 
   /** Open, and the last write succeeded: readiness reports storage faults with this. */

@@ -11,18 +11,21 @@ const codePointText = customType<{ data: string; driverData: string }>({
 });
 
 /**
- * One row per timer key, as in SQLite (src/adapters/sqlite/timer-schedules.schema.ts), plus the
+ * One row per timer key, with the columns of SQLite (src/adapters/sqlite/timer-schedules.schema.ts) plus the
  * claim an instance holds while it publishes the timer. Instants are bigint milliseconds since the
  * epoch, UTC. The table carries no schema: it lives in `TIMER_DATABASE_SCHEMA`, which each
  * connection puts first on its `search_path`. Source of the migrations in drizzle/postgres
  * (`npm run db:generate`).
  */
+/** Every state of CONTRACT v2 §3: Reached, Missed, Cancelled, Completed, Failed, TimedOut are final. */
+export const TIMER_STATES = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
+
 export const timerSchedules = pgTable(
   "timer_schedules",
   {
     tenantId: codePointText("tenant_id").notNull(),
     serviceCallId: codePointText("service_call_id").notNull(),
-    state: text("state", { enum: ["Scheduled", "Reached", "Cancelled"] }).notNull(),
+    state: text("state", { enum: TIMER_STATES }).notNull(),
     /** Null only for a tombstone: the cancel of a key that was never scheduled. */
     dueAt: bigint("due_at", { mode: "number" }),
     /** JSON text of the command's `data`, echoed as is in events. */
@@ -35,13 +38,36 @@ export const timerSchedules = pgTable(
     registeredAt: bigint("registered_at", { mode: "number" }).notNull(),
     reachedAt: bigint("reached_at", { mode: "number" }),
     updatedAt: bigint("updated_at", { mode: "number" }).notNull(),
+    /** JSON text of the `repeat` rule of a recurring timer (CONTRACT §10); null for a one-shot. */
+    repeat: text("repeat"),
+    /** Which occurrence `due_at` is (1, 2, …); 1 for a one-shot. */
+    occurrence: integer("occurrence").notNull().default(1),
+    /** `maxLatenessMs` (CONTRACT §10); null: any lateness is fine. */
+    maxLatenessMs: bigint("max_lateness_ms", { mode: "number" }),
+    /** JSON text of `delivery` (CONTRACT §11); null: the timer is not tracked after firing. */
+    delivery: text("delivery"),
+    createdBy: text("created_by"),
+    createdVia: text("created_via"),
+    /** Publishes of the event so far (CONTRACT §11 `attempt`); 0 before the first. */
+    attempt: integer("attempt").notNull().default(0),
+    /** First publish of a tracked timer. */
+    firedAt: bigint("fired_at", { mode: "number" }),
+    completedAt: bigint("completed_at", { mode: "number" }),
+    /** TimerCompleted `result`, or the last TimerFailed `reason`. */
+    result: text("result"),
+    lastReason: text("last_reason"),
+    /** For a `Fired` timer: when it must be looked at again (completion time-out or retry). */
+    deadlineAt: bigint("deadline_at", { mode: "number" }),
     /** The instance publishing the timer; its claim holds until `claimed_until`. */
     claimedBy: text("claimed_by"),
     claimedUntil: bigint("claimed_until", { mode: "number" }),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.serviceCallId] }),
-    check("timer_schedules_state_check", sql`${t.state} IN ('Scheduled', 'Reached', 'Cancelled')`),
+    check(
+      "timer_schedules_state_check",
+      sql`${t.state} IN ('Scheduled', 'Reached', 'Cancelled', 'Missed', 'Fired', 'Completed', 'Failed', 'TimedOut')`,
+    ),
     check("timer_schedules_due_at_check", sql`${t.dueAt} IS NOT NULL OR ${t.state} = 'Cancelled'`),
     // Partial: final rows accumulate, claims must not pay for them. Serves claimDue's ORDER BY,
     // nextDueAt's min(due_at) and countScheduled. The claim columns stay unindexed, so taking a
@@ -49,5 +75,33 @@ export const timerSchedules = pgTable(
     index("timer_schedules_due_idx")
       .on(t.dueAt, t.tenantId, t.serviceCallId)
       .where(sql`${t.state} = 'Scheduled'`),
+    // Queries (CONTRACT §9): a tenant's timers by state, in (dueAt, serviceCallId) order.
+    index("timer_schedules_tenant_state_due_idx").on(t.tenantId, t.state, t.dueAt, t.serviceCallId),
+    // Retention (CONTRACT §7): final timers by their last change.
+    index("timer_schedules_final_updated_idx")
+      .on(t.updatedAt)
+      .where(sql`${t.state} IN ('Reached', 'Cancelled', 'Missed', 'Completed', 'Failed', 'TimedOut')`),
+    // Completion tracking (CONTRACT §11): Fired timers by their next deadline.
+    index("timer_schedules_fired_deadline_idx")
+      .on(t.deadlineAt, t.tenantId, t.serviceCallId)
+      .where(sql`${t.state} = 'Fired'`),
   ],
+);
+
+/**
+ * `CancelTimersByPrefix` commands (CONTRACT §10): kept so that a later-arriving ScheduleTimer for a
+ * matching key with an older timestamp stays cancelled, for as long as retention keeps them.
+ */
+export const timerPrefixCancels = pgTable(
+  "timer_prefix_cancels",
+  {
+    tenantId: codePointText("tenant_id").notNull(),
+    serviceCallIdPrefix: codePointText("service_call_id_prefix").notNull(),
+    /** The largest timestampMs of the prefix cancels for this prefix. */
+    commandTs: bigint("command_ts", { mode: "number" }).notNull(),
+    updatedAt: bigint("updated_at", { mode: "number" }).notNull(),
+    /** Where the batched cancelling of matching timers has got to ("" before the first batch); null once done. */
+    progressKey: codePointText("progress_key"),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.serviceCallIdPrefix] })],
 );

@@ -9,7 +9,7 @@
 const TIMER_COLUMNS = `
   tenant_id AS "tenantId", service_call_id AS "serviceCallId", state, due_at AS "dueAtMs", data,
   correlation_id AS "correlationId", command_ts AS "commandTs", generation, registered_at AS "registeredAtMs",
-  reached_at AS "reachedAtMs", updated_at AS "updatedAtMs"`;
+  reached_at AS "reachedAtMs", updated_at AS "updatedAtMs", repeat, occurrence, max_lateness_ms AS "maxLatenessMs"`;
 
 export const SELECT_BY_KEY = `SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = $2`;
 
@@ -32,14 +32,16 @@ export const SELECT_FOR_UPDATE = `
 export const UPSERT_DECISIONS = `
   WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
-      $7::bigint[], $8::integer[], $9::bigint[], $10::bigint[], $11::bigint[], $12::boolean[])
+      $7::bigint[], $8::integer[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::integer[],
+      $14::bigint[], $15::boolean[])
       AS i(tenant_id, service_call_id, state, due_at, data, correlation_id, command_ts, generation,
-        registered_at, reached_at, updated_at, existed)
+        registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms, existed)
   ), updated AS (
     UPDATE timer_schedules t SET
       state = i.state, due_at = i.due_at, data = i.data, correlation_id = i.correlation_id,
       command_ts = i.command_ts, generation = i.generation, registered_at = i.registered_at,
-      reached_at = i.reached_at, updated_at = i.updated_at,
+      reached_at = i.reached_at, updated_at = i.updated_at, repeat = i.repeat, occurrence = i.occurrence,
+      max_lateness_ms = i.max_lateness_ms,
       claimed_by = CASE WHEN i.state = 'Scheduled' AND i.due_at = t.due_at THEN t.claimed_by END,
       claimed_until = CASE WHEN i.state = 'Scheduled' AND i.due_at = t.due_at THEN t.claimed_until END
     FROM input i
@@ -47,14 +49,23 @@ export const UPSERT_DECISIONS = `
     RETURNING 1
   ), inserted AS (
     INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id,
-      command_ts, generation, registered_at, reached_at, updated_at)
+      command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms)
     SELECT tenant_id, service_call_id, state, due_at, data, correlation_id,
-      command_ts, generation, registered_at, reached_at, updated_at
+      command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms
     FROM input WHERE NOT existed
     ON CONFLICT (tenant_id, service_call_id) DO NOTHING
     RETURNING 1
   )
   SELECT (SELECT count(*) FROM updated) + (SELECT count(*) FROM inserted) AS written`;
+
+/**
+ * The newest recorded prefix cancel matching row `c`'s key: a tenant has few prefix cancels (retention
+ * removes them), and every prefix of a key sorts at or before the key.
+ */
+const PREFIX_CANCEL_TS = `(
+  SELECT max(p.command_ts) FROM timer_prefix_cancels p
+  WHERE p.tenant_id = c.tenant_id AND p.service_call_id_prefix <= c.service_call_id
+    AND starts_with(c.service_call_id, p.service_call_id_prefix))`;
 
 const CLAIMABLE = `
   state = 'Scheduled' AND due_at <= $3
@@ -72,11 +83,13 @@ function claimDue(afterCursor: string): string {
     UPDATE timer_schedules t SET claimed_by = $1, claimed_until = $2
     FROM picked p
     WHERE t.tenant_id = p.tenant_id AND t.service_call_id = p.service_call_id
-    RETURNING t.tenant_id, t.service_call_id, t.due_at, t.generation, t.data, t.correlation_id
+    RETURNING t.tenant_id, t.service_call_id, t.due_at, t.generation, t.data, t.correlation_id, t.occurrence,
+      t.repeat, t.max_lateness_ms, t.command_ts, t.reached_at
   )
   SELECT tenant_id AS "tenantId", service_call_id AS "serviceCallId", due_at AS "dueAtMs", generation, data,
-    correlation_id AS "correlationId"
-  FROM claimed
+    correlation_id AS "correlationId", occurrence, repeat, max_lateness_ms AS "maxLatenessMs",
+    command_ts AS "commandTs", reached_at AS "reachedAtMs", ${PREFIX_CANCEL_TS} AS "prefixCancelTs"
+  FROM claimed c
   ORDER BY due_at, tenant_id, service_call_id`;
 }
 
@@ -93,17 +106,22 @@ export const CLAIM_DUE = claimDue("");
 export const CLAIM_DUE_AFTER = claimDue("AND (due_at, tenant_id, service_call_id) > ($5::bigint, $6::text, $7::text)");
 
 /**
- * Marks a batch Reached at $5 for owner $6: each firing ($1 tenants, $2 serviceCallIds, $3 dueAts,
- * $4 generations) only while the timer is the version that was published and no other owner holds a
- * live claim on it.
+ * Records a batch of firings for owner $1: each firing ($2 tenants, $3 serviceCallIds, $4 dueAts and
+ * $5 generations that were read) only while the timer is that version and no other owner holds a
+ * live claim at the firing's update time ($11); it then becomes $6 state, $7 dueAt, $8 occurrence,
+ * $9 reachedAt, $10 commandTs, and loses its claim.
  */
-export const MARK_REACHED = `
+export const RECORD_FIRINGS = `
   UPDATE timer_schedules t
-  SET state = 'Reached', reached_at = $5, updated_at = $5, claimed_by = NULL, claimed_until = NULL
-  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::integer[]) AS i(tenant_id, service_call_id, due_at, generation)
+  SET state = i.state, due_at = i.next_due_at, occurrence = i.occurrence,
+    reached_at = i.reached_at, command_ts = i.command_ts, updated_at = i.updated_at,
+    claimed_by = NULL, claimed_until = NULL
+  FROM unnest($2::text[], $3::text[], $4::bigint[], $5::integer[], $6::text[], $7::bigint[], $8::integer[],
+      $9::bigint[], $10::bigint[], $11::bigint[])
+    AS i(tenant_id, service_call_id, due_at, generation, state, next_due_at, occurrence, reached_at, command_ts, updated_at)
   WHERE t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id
     AND t.state = 'Scheduled' AND t.due_at = i.due_at AND t.generation = i.generation
-    AND (t.claimed_by IS NULL OR t.claimed_by = $6 OR t.claimed_until <= $5)
+    AND (t.claimed_by IS NULL OR t.claimed_by = $1 OR t.claimed_until <= i.updated_at)
   RETURNING t.tenant_id AS "tenantId", t.service_call_id AS "serviceCallId"`;
 
 /**
@@ -123,3 +141,48 @@ export const RELEASE_CLAIMS = `
 export const NEXT_DUE_AT = `SELECT min(due_at) AS "dueAtMs" FROM timer_schedules WHERE state = 'Scheduled'`;
 
 export const COUNT_SCHEDULED = `SELECT count(*) AS count FROM timer_schedules WHERE state = 'Scheduled'`;
+
+/** The recorded prefix cancels of the tenants $1: what the batch's decisions consult. */
+export const SELECT_PREFIX_CANCELS = `
+  SELECT tenant_id AS "tenantId", service_call_id_prefix AS "serviceCallIdPrefix", command_ts AS "commandTs"
+  FROM timer_prefix_cancels WHERE tenant_id = ANY($1::text[])`;
+
+/**
+ * Records accepted prefix cancels ($1 tenants, $2 prefixes, $3 timestamps, $4 now), restarting their
+ * sweep; a newer one recorded meanwhile by another instance is kept, so the outcome does not depend
+ * on which instance commits first.
+ */
+export const UPSERT_PREFIX_CANCELS = `
+  INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key)
+  SELECT tenant_id, prefix, command_ts, $4::bigint, ''
+  FROM unnest($1::text[], $2::text[], $3::bigint[]) AS i(tenant_id, prefix, command_ts)
+  ON CONFLICT (tenant_id, service_call_id_prefix) DO UPDATE
+  SET command_ts = excluded.command_ts, updated_at = excluded.updated_at, progress_key = ''
+  WHERE excluded.command_ts > timer_prefix_cancels.command_ts`;
+
+export const SELECT_UNFINISHED_PREFIX_CANCELS = `
+  SELECT tenant_id AS "tenantId", service_call_id_prefix AS "serviceCallIdPrefix", command_ts AS "commandTs",
+    progress_key AS "progressKey"
+  FROM timer_prefix_cancels WHERE progress_key IS NOT NULL
+  ORDER BY tenant_id, service_call_id_prefix`;
+
+/** One prefix cancel ($1 tenant, $2 prefix), locked: one sweep step at a time, whichever instance runs it. */
+export const LOCK_PREFIX_CANCEL = `
+  SELECT command_ts AS "commandTs", progress_key AS "progressKey" FROM timer_prefix_cancels
+  WHERE tenant_id = $1 AND service_call_id_prefix = $2
+  FOR UPDATE`;
+
+/**
+ * The next $5 timers of tenant $1 with a serviceCallId in [$2 prefix, $3 bound) after $4 progress,
+ * in key order, locked ($3 null: no upper bound). The primary key serves the range.
+ */
+export const SELECT_PREFIX_SWEEP_BATCH = `
+  SELECT ${TIMER_COLUMNS} FROM timer_schedules
+  WHERE tenant_id = $1 AND service_call_id >= $2::text AND ($3::text IS NULL OR service_call_id < $3::text)
+    AND service_call_id > $4::text
+  ORDER BY service_call_id
+  LIMIT $5
+  FOR UPDATE`;
+
+export const UPDATE_PREFIX_PROGRESS = `
+  UPDATE timer_prefix_cancels SET progress_key = $3 WHERE tenant_id = $1 AND service_call_id_prefix = $2`;

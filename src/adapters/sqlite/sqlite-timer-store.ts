@@ -155,7 +155,7 @@ export class SqliteTimerStore implements TimerStore {
       ${DUE_ORDER}`);
     this.#recordFiring = db.prepare(`
       UPDATE timer_schedules SET state = @state, due_at = @nextDueAtMs, occurrence = @occurrence,
-        reached_at = @reachedAtMs, command_ts = @commandTs, updated_at = @updatedAtMs
+        reached_at = @reachedAtMs, command_ts = max(command_ts, @commandTs), updated_at = @updatedAtMs
       WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Scheduled'
         AND due_at = @dueAtMs AND generation = @generation`);
     this.#selectPrefixCancels = db.prepare(`
@@ -205,6 +205,7 @@ export class SqliteTimerStore implements TimerStore {
       const recorded: TimerKey[] = [];
       for (const { tenantId, serviceCallId, dueAtMs, generation, next } of firings) {
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs } = next;
+        if (state !== "Cancelled" && this.#coveredByPrefixCancel(tenantId, serviceCallId, commandTs)) continue;
         const changes = this.#recordFiring.run({
           tenantId, serviceCallId, dueAtMs, generation, state, nextDueAtMs: next.dueAtMs, occurrence, reachedAtMs, commandTs, updatedAtMs,
         }).changes;
@@ -245,6 +246,12 @@ export class SqliteTimerStore implements TimerStore {
       this.#sweepSelects.set(sql, statement);
     }
     return statement;
+  }
+
+  /** A prefix cancel recorded after the timer was read covers it: the firing must not end it. */
+  #coveredByPrefixCancel(tenantId: string, serviceCallId: string, commandTs: number): boolean {
+    const prefixCancelTs = this.#prefixIndex.size === 0 ? null : this.#prefixIndex.latestFor(tenantId, serviceCallId);
+    return prefixCancelTs !== null && prefixCancelTs >= commandTs;
   }
 
   #loadPrefixIndex(): void {

@@ -41,6 +41,8 @@ export interface TimerCommandProcessorDeps {
   readonly onScheduled: (earliestDueAtMs: number) => void;
   /** TIMER_RETENTION_HOURS in ms (CONTRACT §7): older commands are ignored. 0 or absent: none is too old. */
   readonly retentionMs?: number;
+  /** Told that a batch recorded a `CancelTimersByPrefix`, so its background sweep can start. */
+  readonly onPrefixCancelled?: () => void;
 }
 
 /**
@@ -95,7 +97,7 @@ export class TimerCommandProcessor {
       // Beyond retention the key's history may be gone: ignored before the store is touched (§7).
       const stale = commands.map((command) => isBeyondRetention(command.timestampMs, nowMs, this.deps.retentionMs ?? 0));
       const fresh = commands.filter((_, i) => !stale[i]);
-      const applied = fresh.length === 0 ? [] : await store.applyCommands(fresh, (current, command) => decideCommand(current, command, nowMs));
+      const applied = fresh.length === 0 ? [] : await store.applyCommands(fresh, (current, command, context) => decideCommand(current, command, nowMs, context));
       let next = 0;
       decisions = commands.map((_, i): CommandDecision => (stale[i] ? { outcome: "ignored", previous: undefined } : applied[next++]!));
     } catch (error) {
@@ -104,6 +106,7 @@ export class TimerCommandProcessor {
     }
     let pendingDelta = 0;
     let earliestDueAtMs = Number.POSITIVE_INFINITY;
+    if (decisions.some((d, i) => d.outcome === "accepted" && commands[i]!.kind === "cancelPrefix")) this.deps.onPrefixCancelled?.();
     for (const decision of decisions) {
       pendingDelta += scheduledDelta(decision);
       const next = decision.next;

@@ -1,4 +1,6 @@
-import { timerKeyString } from "../../domain/timer.js";
+import { timerKeyString, type TimerKey } from "../../domain/timer.js";
+import { decideFiring, type FiringDecision } from "../../domain/firing-rules.js";
+import type { RecurrenceCalendar } from "../../domain/recurrence.js";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
@@ -17,7 +19,10 @@ export interface PollReport {
   readonly found: number;
   readonly published: number;
   readonly failed: number;
-  /** Published timers marked `Reached` (fewer than published when a reschedule landed meanwhile). */
+  /**
+   * Published timers whose firing was recorded (Reached, Missed, or on to the next occurrence);
+   * fewer than published when a reschedule landed meanwhile.
+   */
   readonly marked: number;
   /** The query returned a full batch: more may be due right now. */
   readonly full: boolean;
@@ -34,12 +39,22 @@ export interface DueTimerWorkerDeps {
   readonly owner: string;
   /** How long a claim holds: longer than a poll's publish and mark can take (CONTRACT §6). */
   readonly claimTtlMs: number;
+  /** Next occurrences of cron rules. */
+  readonly calendar: RecurrenceCalendar;
+}
+
+/** A due timer and what firing it produces. */
+interface Fired {
+  readonly timer: DueTimer;
+  readonly firing: FiringDecision;
 }
 
 /**
- * One poll of the due-timer worker: claim due timers oldest first, publish a `DueTimeReached` for
- * each (publish acks awaited, all in flight at once), then mark the published ones `Reached` in one
- * transaction. Publishing before marking makes delivery at-least-once: a crash in between republishes
+ * One poll of the due-timer worker: claim due timers oldest first, decide for each what firing it
+ * produces (`decideFiring`: `DueTimeReached`, `DueTimeMissed` when too late, nothing when a prefix
+ * cancel covers it), publish the events (publish acks awaited, all in flight at once), then record
+ * what became of the timers (Reached, Missed, Cancelled, or the next occurrence) in one transaction.
+ * Publishing before recording makes delivery at-least-once: a crash in between republishes
  * (after the claim expires, from any instance), and the event stream drops the duplicate by its
  * `Nats-Msg-Id`. Claims of timers whose publish failed are released, so the retry need not wait
  * for them to expire.
@@ -77,39 +92,41 @@ export class DueTimerWorker {
   }
 
   private async publishAndMark(due: readonly DueTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
-    const { store, clock, metrics, batchSize, owner } = this.deps;
-    const { published, failed } = await this.publish(due, nowMs);
-    if (failed > 0) await this.releaseUnpublished(due, published);
+    const { store, clock, metrics, batchSize, owner, calendar } = this.deps;
+    const fired = due.map((timer): Fired => ({ timer, firing: decideFiring(timer, nowMs, calendar, timer.prefixCancelTs) }));
+    const toPublish = fired.filter((f) => f.firing.kind !== "cancelled");
+    const { published, failed } = await this.publish(toPublish, nowMs);
+    if (failed > 0) await this.releaseUnpublished(toPublish, published);
+    // A timer a prefix cancel covers is recorded Cancelled without an event.
+    const toRecord = fired.length === toPublish.length ? published : [...published, ...fired.filter((f) => f.firing.kind === "cancelled")];
     let marked = 0;
-    if (published.length > 0) {
-      const markedKeys = await store.markReached(published, nowMs, owner);
-      marked = markedKeys.length;
-      if (marked > 0) {
-        const lags = marked === published.length ? published.map((t) => (nowMs - t.dueAtMs) / 1000) : lagsOfMarked(published, markedKeys, nowMs);
-        metrics.timersFired(lags);
-        metrics.addPending(-marked);
+    if (toRecord.length > 0) {
+      const recordedKeys = await store.recordFirings(
+        toRecord.map(({ timer, firing }) => ({ tenantId: timer.tenantId, serviceCallId: timer.serviceCallId, dueAtMs: timer.dueAtMs, generation: timer.generation, next: firing.next })),
+        owner,
+      );
+      const recorded = recordedKeys.length === toRecord.length ? toRecord : onlyRecorded(toRecord, recordedKeys);
+      const lags: number[] = [];
+      let missed = 0;
+      let ended = 0;
+      for (const { firing } of recorded) {
+        if (firing.kind === "reached") lags.push(firing.lateMs / 1000);
+        else if (firing.kind === "missed") missed++;
+        if (firing.next.state !== "Scheduled") ended++;
       }
+      marked = lags.length + missed;
+      if (lags.length > 0) metrics.timersFired(lags);
+      if (missed > 0) metrics.timersMissed(missed);
+      if (ended > 0) metrics.addPending(-ended);
     }
     metrics.pollCompleted((performance.now() - startedAt) / 1000, clock.now());
     return { found: due.length, published: published.length, failed, marked, full: due.length === batchSize };
   }
 
-  private async publish(due: readonly DueTimer[], reachedAtMs: number): Promise<{ published: DueTimer[]; failed: number }> {
+  private async publish(due: readonly Fired[], nowMs: number): Promise<{ published: Fired[]; failed: number }> {
     const { publisher, metrics, logger } = this.deps;
-    const results = await Promise.allSettled(
-      due.map((timer) =>
-        publisher.publishDueTimeReached({
-          tenantId: timer.tenantId,
-          serviceCallId: timer.serviceCallId,
-          dueAtMs: timer.dueAtMs,
-          reachedAtMs,
-          generation: timer.generation,
-          data: timer.data,
-          correlationId: timer.correlationId,
-        }),
-      ),
-    );
-    const published: DueTimer[] = [];
+    const results = await Promise.allSettled(due.map((fired) => this.publishOne(publisher, fired, nowMs)));
+    const published: Fired[] = [];
     let failed = 0;
     let firstError: unknown;
     results.forEach((result, i) => {
@@ -121,14 +138,33 @@ export class DueTimerWorker {
     });
     if (failed > 0) {
       metrics.publishFailed(failed);
-      logger.warn({ err: firstError, failed, of: due.length }, "publishing DueTimeReached failed; the timers stay Scheduled and are retried");
+      logger.warn({ err: firstError, failed, of: due.length }, "publishing due events failed; the timers stay Scheduled and are retried");
     }
     return { published, failed };
   }
 
-  private async releaseUnpublished(due: readonly DueTimer[], published: readonly DueTimer[]): Promise<void> {
+  private publishOne(publisher: TimerEventPublisher, { timer, firing }: Fired, nowMs: number): Promise<void> {
+    const { tenantId, serviceCallId, generation, data, correlationId } = timer;
+    const occurrence = firing.occurrence === null ? {} : { occurrence: firing.occurrence };
+    if (firing.kind === "missed") {
+      return publisher.publishDueTimeMissed({ tenantId, serviceCallId, dueAtMs: firing.dueAtMs, missedAtMs: nowMs, generation, data, correlationId, ...occurrence });
+    }
+    return publisher.publishDueTimeReached({
+      tenantId,
+      serviceCallId,
+      dueAtMs: firing.dueAtMs,
+      reachedAtMs: nowMs,
+      generation,
+      data,
+      correlationId,
+      ...occurrence,
+      ...(firing.missedOccurrences === 0 ? {} : { missedOccurrences: firing.missedOccurrences }),
+    });
+  }
+
+  private async releaseUnpublished(due: readonly Fired[], published: readonly Fired[]): Promise<void> {
     const sent = new Set(published);
-    const unpublished = due.filter((timer) => !sent.has(timer));
+    const unpublished = due.filter((fired) => !sent.has(fired)).map((fired) => fired.timer);
     try {
       await this.deps.store.releaseClaims(this.deps.owner, unpublished);
     } catch (error) {
@@ -138,7 +174,7 @@ export class DueTimerWorker {
   }
 }
 
-function lagsOfMarked(published: readonly DueTimer[], markedKeys: readonly { tenantId: string; serviceCallId: string }[], nowMs: number): number[] {
-  const marked = new Set(markedKeys.map(timerKeyString));
-  return published.filter((t) => marked.has(timerKeyString(t))).map((t) => (nowMs - t.dueAtMs) / 1000);
+function onlyRecorded(fired: readonly Fired[], recordedKeys: readonly TimerKey[]): Fired[] {
+  const recorded = new Set(recordedKeys.map(timerKeyString));
+  return fired.filter((f) => recorded.has(timerKeyString(f.timer)));
 }

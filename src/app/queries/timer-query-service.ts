@@ -45,7 +45,8 @@ export class TimerQueryService {
 
   async answer(endpoint: QueryEndpoint, tenantId: string, request: unknown): Promise<QueryReply> {
     const reply = await this.#answer(endpoint, tenantId, request);
-    this.deps.metrics.queryAnswered(endpoint, reply.status >= 400 ? "error" : "ok");
+    // An unknown timer (404) is an answer, not an error.
+    this.deps.metrics.queryAnswered(endpoint, reply.status === 400 || reply.status === 500 ? "error" : "ok");
     return reply;
   }
 

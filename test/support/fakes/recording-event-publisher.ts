@@ -1,15 +1,16 @@
-import type { CommandRejected, DueTimeReached, TimerEventPublisher } from "../../../src/app/timer-event-publisher.js";
+import type { CommandRejected, DueTimeMissed, DueTimeReached, TimerEventPublisher } from "../../../src/app/timer-event-publisher.js";
 
 /** The error a `RecordingEventPublisher` fails a publish with. */
 export class PublishRefusedError extends Error {
   override readonly name = "PublishRefusedError";
 }
 
-type EventKind = "due" | "rejected";
+type EventKind = "due" | "missed" | "rejected";
+type AnyEvent = DueTimeReached | DueTimeMissed | CommandRejected;
 
 interface PendingPublish {
   readonly kind: EventKind;
-  readonly event: DueTimeReached | CommandRejected;
+  readonly event: AnyEvent;
   readonly settle: () => void;
 }
 
@@ -23,8 +24,10 @@ export class RecordingEventPublisher implements TimerEventPublisher {
   readonly dueTimeReached: DueTimeReached[] = [];
   /** `CommandRejected` events the "broker" acked, in ack order. */
   readonly commandRejected: CommandRejected[] = [];
+  /** `DueTimeMissed` events the "broker" acked, in ack order. */
+  readonly dueTimeMissed: DueTimeMissed[] = [];
   /** Every publish attempt, acked or not, in call order. */
-  readonly attempts: { kind: EventKind; event: DueTimeReached | CommandRejected; failed: boolean }[] = [];
+  readonly attempts: { kind: EventKind; event: AnyEvent; failed: boolean }[] = [];
 
   private failuresLeft: { count: number; kind: EventKind | "any" } = { count: 0, kind: "any" };
   private readonly failingServiceCallIds = new Set<string>();
@@ -73,11 +76,15 @@ export class RecordingEventPublisher implements TimerEventPublisher {
     return this.publish("due", event);
   }
 
+  publishDueTimeMissed(event: DueTimeMissed): Promise<void> {
+    return this.publish("missed", event);
+  }
+
   publishCommandRejected(event: CommandRejected): Promise<void> {
     return this.publish("rejected", event);
   }
 
-  private publish(kind: EventKind, event: DueTimeReached | CommandRejected): Promise<void> {
+  private publish(kind: EventKind, event: AnyEvent): Promise<void> {
     const failed = this.shouldFail(kind, event);
     return new Promise<void>((resolve, reject) => {
       const settle = () => {
@@ -87,6 +94,7 @@ export class RecordingEventPublisher implements TimerEventPublisher {
           return;
         }
         if (kind === "due") this.dueTimeReached.push(event as DueTimeReached);
+        else if (kind === "missed") this.dueTimeMissed.push(event as DueTimeMissed);
         else this.commandRejected.push(event as CommandRejected);
         resolve();
       };
@@ -103,7 +111,7 @@ export class RecordingEventPublisher implements TimerEventPublisher {
     });
   }
 
-  private shouldFail(kind: EventKind, event: DueTimeReached | CommandRejected): boolean {
+  private shouldFail(kind: EventKind, event: AnyEvent): boolean {
     if (event.serviceCallId !== undefined && this.failingServiceCallIds.has(event.serviceCallId)) return true;
     const left = this.failuresLeft;
     if (left.count > 0 && (left.kind === "any" || left.kind === kind)) {

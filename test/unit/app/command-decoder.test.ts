@@ -12,6 +12,7 @@ import {
   scheduleSubject,
   type RawOptions,
 } from "../../support/fakes/command-messages.js";
+import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
 
 const DAY_MS = 86_400_000;
 const HORIZON_DAYS = 3650;
@@ -19,7 +20,7 @@ const DUE = "2026-01-01T00:00:00.000Z";
 const DUE_MS = Date.parse(DUE);
 
 const clock = new FakeClock(T0);
-const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: HORIZON_DAYS, clock });
+const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: HORIZON_DAYS, clock, calendar: new CronerCalendar() });
 
 function decode(subject: string, body: unknown, options?: RawOptions): DecodedCommand {
   return decoder.decode(rawCommand(subject, body, options));
@@ -73,6 +74,8 @@ describe("CommandDecoder: valid commands", () => {
         data: '{"order":42}',
         correlationId: "req-42",
         timestampMs: 1_000,
+        repeat: null,
+        maxLatenessMs: null,
       },
     });
   });
@@ -582,7 +585,7 @@ describe("CommandDecoder: boundaries", () => {
 
   it("when the clock moves, then the horizon moves with it", () => {
     const movingClock = new FakeClock(T0);
-    const shortHorizon = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 1, clock: movingClock });
+    const shortHorizon = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 1, clock: movingClock, calendar: new CronerCalendar() });
     const body = envelope({}, { dueAt: formatInstant(T0 + DAY_MS + 1_000) });
 
     expect(shortHorizon.decode(rawCommand(scheduleSubject(), body)).ok).toBe(false);
@@ -591,7 +594,7 @@ describe("CommandDecoder: boundaries", () => {
   });
 
   it("when the decoder has another subject prefix, then only that prefix is a command subject", () => {
-    const custom = new CommandDecoder({ subjectPrefix: "jobs", maxHorizonDays: HORIZON_DAYS, clock });
+    const custom = new CommandDecoder({ subjectPrefix: "jobs", maxHorizonDays: HORIZON_DAYS, clock, calendar: new CronerCalendar() });
 
     expect(custom.decode(rawCommand("jobs.commands.schedule.acme", envelope())).ok).toBe(true);
     expect(rejected(custom.decode(rawCommand("timer.commands.schedule.acme", envelope()))).code).toBe("UNKNOWN_TYPE");

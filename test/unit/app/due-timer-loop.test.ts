@@ -10,6 +10,7 @@ import { RecordingEventPublisher } from "../../support/fakes/recording-event-pub
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
 import { DelegatingTimerStore } from "../../support/fakes/delegating-timer-store.js";
+import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
 
 // Captured before the timers are faked: one real macrotask turn runs every pending microtask, i.e.
 // everything the loop can do without a (fake) timer firing.
@@ -64,7 +65,7 @@ describe("DueTimerLoop (fake timers)", () => {
 
   function buildLoop(batchSize = 100): DueTimerLoop {
     const metrics = new RecordingMetrics();
-    const worker = new DueTimerWorker({ store, publisher, clock: dateClock, metrics, logger, batchSize, owner: "test", claimTtlMs: 30_000 });
+    const worker = new DueTimerWorker({ store, publisher, clock: dateClock, metrics, logger, batchSize, owner: "test", claimTtlMs: 30_000, calendar: new CronerCalendar() });
     return new DueTimerLoop({ worker, store, clock: dateClock, logger, pollingIntervalMs: INTERVAL });
   }
 

@@ -8,6 +8,7 @@ import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
+import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
 
 const key = (serviceCallId: string, tenantId = "acme"): TimerKey => ({ tenantId, serviceCallId });
 
@@ -19,7 +20,7 @@ describe("DueTimerWorker.poll", () => {
   let logger: RecordingLogger;
   let commandTs: number;
 
-  const worker = (batchSize = 100) => new DueTimerWorker({ store, publisher, clock, metrics, logger, batchSize, owner: "test", claimTtlMs: 30_000 });
+  const worker = (batchSize = 100) => new DueTimerWorker({ store, publisher, clock, metrics, logger, batchSize, owner: "test", claimTtlMs: 30_000, calendar: new CronerCalendar() });
 
   async function apply(...commands: TimerCommand[]): Promise<void> {
     const decisions = await store.applyCommands(commands, (current, command) => decideCommand(current, command, clock.now()));

@@ -22,6 +22,7 @@ import {
   scheduleEnvelope,
   scheduleSubject,
 } from "../../support/fakes/command-messages.js";
+import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
 
 /** A store whose `applyCommands` fails (a transient storage fault) while `failing` is set. */
 class FlakyTimerStore extends DelegatingTimerStore {
@@ -47,7 +48,7 @@ describe("TimerCommandProcessor", () => {
 
   function processor(over: Partial<{ store: TimerStore }> = {}): TimerCommandProcessor {
     return new TimerCommandProcessor({
-      decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock }),
+      decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock, calendar: new CronerCalendar() }),
       store: over.store ?? store,
       publisher,
       clock,
@@ -286,7 +287,7 @@ describe("TimerCommandProcessor", () => {
 
   describe("decoder faults", () => {
     it("when the decoder throws on a message, then that message is termed with one CommandRejected, an error is logged, and the rest of the batch is applied", async () => {
-      const real = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock });
+      const real = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock, calendar: new CronerCalendar() });
       const decoder = {
         decode: (raw: DeliveredCommand) => {
           if (raw.sourceId === "S:poison") throw new RangeError("Maximum call stack size exceeded");

@@ -36,6 +36,9 @@ function timer(fields: Partial<Timer> = {}): Timer {
     registeredAtMs: NOW - 1_000,
     reachedAtMs: null,
     updatedAtMs: NOW - 1_000,
+    repeat: null,
+    occurrence: 1,
+    maxLatenessMs: null,
     ...fields,
   };
 }
@@ -59,6 +62,9 @@ describe("decideCommand: ScheduleTimer (CONTRACT §3.3)", () => {
         registeredAtMs: NOW,
         reachedAtMs: null,
         updatedAtMs: NOW,
+        repeat: null,
+        occurrence: 1,
+        maxLatenessMs: null,
       },
     });
   });
@@ -251,6 +257,9 @@ describe("decideCommand: CancelTimer (CONTRACT §3.5)", () => {
         registeredAtMs: NOW,
         reachedAtMs: null,
         updatedAtMs: NOW,
+        repeat: null,
+        occurrence: 1,
+        maxLatenessMs: null,
       },
     });
   });

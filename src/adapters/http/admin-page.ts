@@ -1,0 +1,169 @@
+/**
+ * The admin page (CONTRACT §9): plain HTML, CSS and JavaScript served by the service itself, no
+ * build step. It holds no data: it asks for TIMER_ADMIN_TOKEN (kept in sessionStorage, so it goes
+ * with the tab) and calls /v1 with it. Kept in a .ts module so that `tsc` carries it into dist/.
+ * Data is written into the page with textContent only.
+ */
+
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>timer-service</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/admin/app.css">
+<script src="/admin/app.js" defer></script>
+</head>
+<body>
+<header><h1>timer-service</h1><span id="status"></span><button id="logout" hidden>Log out</button></header>
+<form id="login">
+  <label for="token">Admin token (TIMER_ADMIN_TOKEN)</label>
+  <input id="token" type="password" autocomplete="off" required>
+  <button type="submit">Open</button>
+  <p id="login-error" role="alert"></p>
+</form>
+<main id="main" hidden>
+  <section>
+    <h2>Timers by state, per tenant</h2>
+    <table id="counts"><thead><tr><th>tenant</th><th>Scheduled</th><th>Reached</th><th>Missed</th><th>Cancelled</th><th>Fired</th><th>Completed</th><th>Failed</th><th>TimedOut</th><th>next due</th><th>oldest overdue</th></tr></thead><tbody></tbody></table>
+  </section>
+  <p><label for="tenant">Tenant</label> <select id="tenant"></select></p>
+  <section>
+    <h2>Next due</h2>
+    <table id="next"><thead><tr><th>serviceCallId</th><th>dueAt</th><th>state</th></tr></thead><tbody></tbody></table>
+  </section>
+  <section>
+    <h2>Recent fires</h2>
+    <table id="fires"><thead><tr><th>serviceCallId</th><th>dueAt</th><th>reachedAt</th><th>lag</th></tr></thead><tbody></tbody></table>
+  </section>
+  <section>
+    <h2>Look up a timer</h2>
+    <form id="lookup"><input id="lookup-id" placeholder="serviceCallId" required> <button type="submit">Look up</button></form>
+    <pre id="lookup-result"></pre>
+  </section>
+</main>
+</body>
+</html>
+`;
+
+const CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:0 1.5rem 2rem;color:#222}
+header{display:flex;gap:1rem;align-items:baseline}h1{font-size:1.3rem}h2{font-size:1.05rem;margin:1.2rem 0 .4rem}
+table{border-collapse:collapse}th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:left;font-variant-numeric:tabular-nums}
+th{background:#f4f4f4}#status{color:#666}#login-error{color:#b00}pre{background:#f7f7f7;padding:.6rem;max-width:60rem;overflow:auto}
+td.num{text-align:right}.late{color:#b00}
+`;
+
+const JS = `"use strict";
+const KEY = "timer-service-admin-token";
+const REFRESH_MS = 3000;
+const $ = (id) => document.getElementById(id);
+let timer;
+
+async function api(path) {
+  const response = await fetch(path, { headers: { Authorization: "Bearer " + sessionStorage.getItem(KEY) } });
+  if (response.status === 401) { logout("The token was refused."); throw new Error("unauthorized"); }
+  return { status: response.status, body: await response.json() };
+}
+
+function cell(row, text, className) {
+  const td = row.insertCell();
+  td.textContent = text === null || text === undefined ? "" : String(text);
+  if (className) td.className = className;
+}
+
+function fill(tableId, rows, render) {
+  const body = $(tableId).tBodies[0];
+  body.replaceChildren();
+  for (const item of rows) render(body.insertRow(), item);
+  if (rows.length === 0) cell(body.insertRow(), "none");
+}
+
+async function refresh() {
+  try {
+    const tenants = (await api("/v1/tenants")).body.tenants;
+    const stats = await Promise.all(tenants.map((t) => api("/v1/tenants/" + encodeURIComponent(t) + "/stats").then((r) => r.body)));
+    fill("counts", stats, (row, s) => {
+      cell(row, s.tenantId);
+      for (const n of [s.scheduled, s.reached, s.missed, s.cancelled, s.fired, s.completed, s.failed, s.timedOut]) cell(row, n, "num");
+      cell(row, s.nextDueAt);
+      cell(row, s.oldestOverdueAt, s.oldestOverdueAt ? "late" : "");
+    });
+    const select = $("tenant");
+    const chosen = select.value || tenants[0] || "";
+    select.replaceChildren(...tenants.map((t) => new Option(t, t, false, t === chosen)));
+    if (chosen) await showTenant(chosen);
+    $("status").textContent = "updated " + new Date().toLocaleTimeString();
+  } catch (error) {
+    $("status").textContent = "refresh failed: " + error.message;
+  }
+}
+
+async function showTenant(tenant) {
+  const base = "/v1/tenants/" + encodeURIComponent(tenant) + "/timers?";
+  const next = (await api(base + "state=Scheduled&limit=10")).body.timers;
+  fill("next", next, (row, t) => { cell(row, t.serviceCallId); cell(row, t.dueAt); cell(row, t.state); });
+  // Newest fires: Reached timers due in the last 10 minutes (the last minute when there are more).
+  let page = (await api(base + "state=Reached&limit=1000&dueAfter=" + new Date(Date.now() - 600000).toISOString())).body;
+  if (page.nextCursor) page = (await api(base + "state=Reached&limit=1000&dueAfter=" + new Date(Date.now() - 60000).toISOString())).body;
+  const fires = page.timers.slice(-20).reverse();
+  fill("fires", fires, (row, t) => {
+    cell(row, t.serviceCallId); cell(row, t.dueAt); cell(row, t.reachedAt);
+    cell(row, t.reachedAt ? (Date.parse(t.reachedAt) - Date.parse(t.dueAt)) + " ms" : "", "num");
+  });
+}
+
+async function lookup(event) {
+  event.preventDefault();
+  const tenant = $("tenant").value;
+  const id = $("lookup-id").value;
+  const { status, body } = await api("/v1/tenants/" + encodeURIComponent(tenant) + "/timers/" + encodeURIComponent(id));
+  $("lookup-result").textContent = status === 404 ? "No timer " + id + " for tenant " + tenant + "." : JSON.stringify(body.timer, null, 2);
+}
+
+function start() {
+  $("login").hidden = true;
+  $("main").hidden = false;
+  $("logout").hidden = false;
+  refresh();
+  clearInterval(timer);
+  timer = setInterval(refresh, REFRESH_MS);
+}
+
+function logout(message) {
+  sessionStorage.removeItem(KEY);
+  clearInterval(timer);
+  $("main").hidden = true;
+  $("logout").hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = message || "";
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("login").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(KEY, $("token").value);
+    $("token").value = "";
+    start();
+  });
+  $("logout").addEventListener("click", () => logout());
+  $("tenant").addEventListener("change", () => refresh());
+  $("lookup").addEventListener("submit", (event) => lookup(event).catch((e) => ($("lookup-result").textContent = e.message)));
+  if (sessionStorage.getItem(KEY)) start();
+});
+`;
+
+export interface AdminAsset {
+  readonly contentType: string;
+  readonly body: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** Path → asset. */
+export const ADMIN_ASSETS: ReadonlyMap<string, AdminAsset> = new Map<string, AdminAsset>([
+  ["/", { contentType: "text/html; charset=utf-8", body: HTML, headers: { "Content-Security-Policy": CSP, "X-Frame-Options": "DENY" } }],
+  ["/admin/app.js", { contentType: "text/javascript; charset=utf-8", body: JS, headers: {} }],
+  ["/admin/app.css", { contentType: "text/css; charset=utf-8", body: CSS, headers: {} }],
+]);

@@ -1,0 +1,111 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { QueryEndpoint, QueryReply, TimerQueryService } from "../../app/queries/timer-query-service.js";
+import { ADMIN_ASSETS } from "./admin-page.js";
+
+/** Answers a request it knows and returns true; returns false to leave it to the server (404). */
+export type HttpRoutes = (request: IncomingMessage, response: ServerResponse) => boolean;
+
+export interface TimerQueryRoutesOptions {
+  readonly queries: TimerQueryService;
+  /** TIMER_ADMIN_TOKEN; undefined: no route answers (the server says 404). */
+  readonly adminToken: string | undefined;
+}
+
+const sha256 = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest();
+
+/** Constant time in the token's content: both sides are hashed to 32 bytes first. */
+export function tokenMatches(presented: string, expected: string): boolean {
+  return timingSafeEqual(sha256(presented), sha256(expected));
+}
+
+function bearerToken(request: IncomingMessage): string | undefined {
+  const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(request.headers.authorization ?? "");
+  return match?.[1];
+}
+
+const SECURITY_HEADERS = { "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer" };
+
+function json(response: ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { "Content-Type": "application/json; charset=utf-8", ...SECURITY_HEADERS, ...headers });
+  response.end(JSON.stringify(body));
+}
+
+const invalid = (message: string): QueryReply => ({ status: 400, body: { error: { code: "INVALID_REQUEST", message } } });
+
+/** The query string as a request object: each member once; `limit` as a number when it is digits. */
+function queryObject(params: URLSearchParams): Record<string, unknown> | string {
+  const request: Record<string, unknown> = {};
+  for (const [name, value] of params) {
+    if (Object.hasOwn(request, name)) return `${name} is given more than once`;
+    request[name] = name === "limit" && /^\d{1,7}$/.test(value) ? Number(value) : value;
+  }
+  return request;
+}
+
+/**
+ * The HTTP side of CONTRACT §9: `GET /v1/tenants/{t}/timers/{serviceCallId}`,
+ * `GET /v1/tenants/{t}/timers?…`, `GET /v1/tenants/{t}/stats`, plus `GET /v1/tenants` (the tenants
+ * with stored timers, for the page), all behind `Authorization: Bearer {TIMER_ADMIN_TOKEN}`; and the
+ * admin page at `/` (it holds no data: it asks for the token and calls /v1).
+ */
+export function timerQueryRoutes(options: TimerQueryRoutesOptions): HttpRoutes {
+  const { queries, adminToken } = options;
+  return (request, response) => {
+    if (adminToken === undefined) return false;
+    const rawPath = (request.url ?? "/").split("?")[0] ?? "/";
+    const asset = ADMIN_ASSETS.get(rawPath);
+    const isApi = rawPath === "/v1" || rawPath.startsWith("/v1/");
+    if (asset === undefined && !isApi) return false;
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      json(response, 405, { error: { code: "METHOD_NOT_ALLOWED", message: "only GET and HEAD" } }, { Allow: "GET, HEAD" });
+      return true;
+    }
+    if (asset !== undefined) {
+      response.writeHead(200, { "Content-Type": asset.contentType, ...SECURITY_HEADERS, ...asset.headers });
+      response.end(asset.body);
+      return true;
+    }
+    const token = bearerToken(request);
+    if (token === undefined || !tokenMatches(token, adminToken)) {
+      json(response, 401, { error: { code: "UNAUTHORIZED", message: "send Authorization: Bearer <TIMER_ADMIN_TOKEN>" } }, { "WWW-Authenticate": 'Bearer realm="timer-service"' });
+      return true;
+    }
+    route(request.url ?? "/", queries).then(
+      (reply) => json(response, reply.status, reply.body),
+      () => json(response, 500, { error: { code: "INTERNAL", message: "the query failed; see the service log" } }),
+    );
+    return true;
+  };
+}
+
+async function route(url: string, queries: TimerQueryService): Promise<{ readonly status: number; readonly body: object }> {
+  const parsed = new URL(url, "http://localhost");
+  let segments: string[];
+  try {
+    segments = parsed.pathname.split("/").slice(2).map(decodeURIComponent);
+  } catch {
+    return invalid("the path is not valid percent-encoded UTF-8");
+  }
+  const request = queryObject(parsed.searchParams);
+  if (typeof request === "string") return invalid(request);
+  const [tenants, tenantId, resource, serviceCallId, ...rest] = segments;
+  if (tenants !== "tenants" || rest.length > 0) return notFound();
+  if (tenantId === undefined || (tenantId === "" && resource === undefined)) {
+    return Object.keys(request).length > 0 ? invalid("GET /v1/tenants takes no parameters") : queries.tenants();
+  }
+  let endpoint: QueryEndpoint;
+  let body: Record<string, unknown> = request;
+  if (resource === "stats" && serviceCallId === undefined) endpoint = "stats";
+  else if (resource === "timers" && serviceCallId === undefined) endpoint = "list";
+  else if (resource === "timers" && serviceCallId !== undefined) {
+    if (Object.keys(request).length > 0) return invalid("GET of one timer takes no parameters");
+    endpoint = "get";
+    body = { serviceCallId };
+  } else return notFound();
+  return queries.answer(endpoint, tenantId, body);
+}
+
+function notFound(): { status: 404; body: object } {
+  return { status: 404, body: { error: { code: "NOT_FOUND", message: "no such resource; see docs/design/messages.md" } } };
+}

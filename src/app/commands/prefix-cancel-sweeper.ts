@@ -1,0 +1,134 @@
+import { decideCommand, scheduledDelta } from "../../domain/timer-rules.js";
+import type { Clock } from "../clock.js";
+import type { Logger } from "../logger.js";
+import type { TimerMetrics } from "../timer-metrics.js";
+import type { PrefixCancelSweep, TimerStore } from "../timer-store.js";
+
+export interface PrefixCancelSweeperDeps {
+  readonly store: TimerStore;
+  readonly clock: Clock;
+  readonly metrics: TimerMetrics;
+  readonly logger: Logger;
+  /** Timers per transaction; small enough that firing and commands are never held up for long. */
+  readonly batchSize: number;
+  /**
+   * How often to look for prefix cancels recorded elsewhere (another instance on a shared store)
+   * while idle; `wake` starts at once for this instance's own.
+   */
+  readonly idleCheckMs: number;
+}
+
+const FAILURE_BACKOFF_MS = 1_000;
+
+/** What one sweep round did. */
+export interface SweepReport {
+  /** Timers whose decision changed them (Cancelled, or commandTs moved). */
+  readonly changed: number;
+  /** Prefix cancels still unfinished after the round. */
+  readonly unfinished: number;
+}
+
+/**
+ * Applies recorded `CancelTimersByPrefix` commands to the matching timers in the background
+ * (CONTRACT §10), one bounded transaction at a time, round-robin over the unfinished prefix cancels,
+ * yielding to the event loop between transactions so that firing and command handling go on. The
+ * progress is stored with each batch, so a restart resumes where it stopped. Until the sweep reaches
+ * a timer, the command rules and the firing rule treat it as cancelled already (the store reports
+ * the matching prefix cancel with it), so the sweep only makes that durable in the rows.
+ */
+export class PrefixCancelSweeper {
+  #running: Promise<void> | undefined;
+  #stopped = false;
+  #wakeRequested = false;
+  #sleepTimer: NodeJS.Timeout | undefined;
+  #endSleep: (() => void) | undefined;
+
+  constructor(private readonly deps: PrefixCancelSweeperDeps) {}
+
+  start(): void {
+    if (this.#running !== undefined) return;
+    this.#stopped = false;
+    this.#running = this.#run();
+  }
+
+  /** A prefix cancel was recorded: sweep now. */
+  wake(): void {
+    this.#wakeRequested = true;
+    if (this.#sleepTimer !== undefined) clearTimeout(this.#sleepTimer);
+    this.#endSleep?.();
+  }
+
+  /** Stops after the batch in hand. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.wake();
+    await this.#running;
+    this.#running = undefined;
+  }
+
+  /** One batch for each unfinished prefix cancel. */
+  async sweepRound(): Promise<SweepReport> {
+    const { store, clock, metrics, batchSize } = this.deps;
+    const unfinished = await store.unfinishedPrefixCancels();
+    let changed = 0;
+    let left = 0;
+    for (const cancel of unfinished) {
+      if (this.#stopped) return { changed, unfinished: unfinished.length };
+      const { decisions, done } = await store.sweepPrefixCancel(cancel, batchSize, (current, command, context) =>
+        decideCommand(current, command, clock.now(), context),
+      );
+      let delta = 0;
+      for (const decision of decisions) {
+        if (decision.next !== undefined) changed++;
+        delta += scheduledDelta(decision);
+      }
+      if (delta !== 0) metrics.addPending(delta);
+      if (!done) left++;
+      else this.#logDone(cancel);
+      await yieldToEventLoop();
+    }
+    return { changed, unfinished: left };
+  }
+
+  /** Sweeps until no prefix cancel is unfinished (tests, and the bench). */
+  async sweepAll(): Promise<number> {
+    let changed = 0;
+    for (;;) {
+      const report = await this.sweepRound();
+      changed += report.changed;
+      if (report.unfinished === 0) return changed;
+    }
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      this.#wakeRequested = false;
+      let delayMs = this.deps.idleCheckMs;
+      try {
+        const report = await this.sweepRound();
+        if (report.unfinished > 0) delayMs = 0;
+      } catch (error) {
+        this.deps.logger.error({ err: error }, "prefix cancel sweep failed; retrying");
+        delayMs = FAILURE_BACKOFF_MS;
+      }
+      if (this.#stopped || this.#wakeRequested) continue;
+      await new Promise<void>((resolve) => {
+        this.#endSleep = resolve;
+        this.#sleepTimer = setTimeout(resolve, delayMs);
+      });
+      this.#endSleep = undefined;
+      this.#sleepTimer = undefined;
+    }
+  }
+
+  #logDone(cancel: PrefixCancelSweep): void {
+    this.deps.logger.info(
+      { tenantId: cancel.tenantId, serviceCallIdPrefix: cancel.serviceCallIdPrefix, commandTs: cancel.commandTs },
+      "prefix cancel applied to every matching timer",
+    );
+  }
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

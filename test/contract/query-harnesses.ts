@@ -1,0 +1,136 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import type { TimerRecord } from "../../src/app/queries/timer-queries.js";
+import type { DecideCommand } from "../../src/app/timer-store.js";
+import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
+import { MemoryTimerQueries } from "../../src/adapters/memory/memory-timer-queries.js";
+import { MemoryTimerRetention } from "../../src/adapters/memory/memory-timer-retention.js";
+import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
+import { SqliteTimerQueries } from "../../src/adapters/sqlite/sqlite-timer-queries.js";
+import { SqliteTimerRetention } from "../../src/adapters/sqlite/sqlite-timer-retention.js";
+import { openPostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
+import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
+import { PostgresTimerQueries } from "../../src/adapters/postgres/postgres-timer-queries.js";
+import { PostgresTimerRetention } from "../../src/adapters/postgres/postgres-timer-retention.js";
+import { parseRecurrence } from "../../src/domain/recurrence.js";
+import type { TimerQueriesHarness } from "./timer-queries.contract.js";
+import type { TimerRetentionHarness } from "./timer-retention.contract.js";
+
+/** Rows for the query and retention suites, written straight into each store. */
+export type QueryHarness = TimerQueriesHarness & TimerRetentionHarness;
+
+const COLUMNS: readonly [string, (r: TimerRecord) => unknown][] = [
+  ["tenant_id", (r) => r.tenantId],
+  ["service_call_id", (r) => r.serviceCallId],
+  ["state", (r) => r.state],
+  ["due_at", (r) => r.dueAtMs],
+  ["data", (r) => r.data],
+  ["correlation_id", (r) => r.correlationId],
+  ["command_ts", (r) => r.commandTs],
+  ["generation", (r) => r.generation],
+  ["registered_at", (r) => r.registeredAtMs],
+  ["reached_at", (r) => r.reachedAtMs],
+  ["updated_at", (r) => r.updatedAtMs],
+];
+const V2_COLUMNS: readonly [string, (r: TimerRecord) => unknown][] = [
+  ["repeat", (r) => r.repeat],
+  ["occurrence", (r) => r.occurrence ?? 1],
+  ["attempt", (r) => r.attempt ?? 0],
+  ["fired_at", (r) => r.firedAtMs],
+  ["completed_at", (r) => r.completedAtMs],
+  ["result", (r) => r.result],
+  ["last_reason", (r) => r.lastReason],
+  ["created_by", (r) => r.createdBy],
+  ["created_via", (r) => r.createdVia],
+];
+
+export async function memoryHarness(): Promise<QueryHarness> {
+  const store = new MemoryTimerStore();
+  const seed = async (records: readonly TimerRecord[]) => {
+    const byKey = new Map(records.map((r) => [`${r.tenantId}\u0000${r.serviceCallId}`, r]));
+    const decide = ((_current: unknown, command: { tenantId: string; serviceCallId: string }) => {
+      const r = byKey.get(`${command.tenantId}\u0000${command.serviceCallId}`)!;
+      return { outcome: "accepted", previous: undefined, next: { ...r, repeat: r.repeat === null ? null : parseRecurrence(r.repeat), occurrence: r.occurrence ?? 1, maxLatenessMs: null } };
+    }) as unknown as DecideCommand;
+    const commands = records.map((r) => ({ kind: "cancel" as const, tenantId: r.tenantId, serviceCallId: r.serviceCallId, correlationId: null, timestampMs: 0 }));
+    await store.applyCommands(commands, decide);
+  };
+  return { queries: new MemoryTimerQueries(store), retention: new MemoryTimerRetention(store), seed, v2: true, cleanup: () => store.close() };
+}
+
+export async function sqliteHarness(): Promise<QueryHarness & { database: import("better-sqlite3").Database }> {
+  const folder = mkdtempSync(join(tmpdir(), "timer-queries-"));
+  const store = openSqliteTimerStore({ path: join(folder, "timer.db") });
+  const db = store.database;
+  const columns = [...COLUMNS, ...V2_COLUMNS];
+  const insert = db.prepare(`INSERT OR REPLACE INTO timer_schedules (${columns.map(([c]) => c).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`);
+  const insertAll = db.transaction((records: readonly TimerRecord[]) => {
+    for (const r of records) insert.run(...columns.map(([, pick]) => pick(r)));
+  });
+  return {
+    database: db,
+    queries: new SqliteTimerQueries(db),
+    retention: new SqliteTimerRetention(db),
+    seed: async (records) => insertAll(records),
+    v2: true,
+    seedPrefixCancel: async (tenantId, prefix, updatedAtMs) => {
+      db.prepare("INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key) VALUES (?, ?, ?, ?, NULL)").run(tenantId, prefix, updatedAtMs, updatedAtMs);
+    },
+    prefixCancels: async () => (db.prepare("SELECT service_call_id_prefix AS p FROM timer_prefix_cancels ORDER BY p").all() as { p: string }[]).map((r) => r.p),
+    cleanup: async () => {
+      await store.close();
+      rmSync(folder, { recursive: true, force: true });
+    },
+  };
+}
+
+// The machine's Postgres (trust auth); each harness gets a schema of its own and drops it.
+export const DATABASE_URL = process.env.TIMER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const SCHEMA_PREFIX = `queries_${randomBytes(4).toString("hex")}`;
+let schemas = 0;
+
+export async function postgresHarness(): Promise<QueryHarness & { pool: pg.Pool }> {
+  const schema = `${SCHEMA_PREFIX}_${++schemas}`;
+  const store = await openPostgresTimerStore({ url: DATABASE_URL, schema, maxConnections: 1 });
+  const pool = createPostgresPool({ url: DATABASE_URL, schema, maxConnections: 2, connectionTimeoutMs: 5_000, onIdleError: () => {} });
+  const { rows } = await pool.query<{ name: string }>("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'timer_schedules'", [schema]);
+  const { rows: check } = await pool.query<{ def: string }>(
+    "SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'timer_schedules_state_check' AND connamespace = $1::regnamespace",
+    [schema],
+  );
+  const v2 = rows.some((r) => r.name === "attempt") && check.some((c) => c.def.includes("Completed"));
+  const columns = [...COLUMNS, ...V2_COLUMNS.filter(([c]) => rows.some((r) => r.name === c))];
+  const seed = async (records: readonly TimerRecord[]) => {
+    for (let i = 0; i < records.length; i += 500) {
+      const chunk = records.slice(i, i + 500);
+      const values: unknown[] = [];
+      const tuples = chunk.map((r) => `(${columns.map(([, pick]) => `$${values.push(pick(r))}`).join(", ")})`);
+      await pool.query(
+        `INSERT INTO timer_schedules (${columns.map(([c]) => c).join(", ")}) VALUES ${tuples.join(", ")}
+         ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET ${columns.map(([c]) => `${c} = excluded.${c}`).join(", ")}`,
+        values,
+      );
+    }
+  };
+  return {
+    pool,
+    queries: new PostgresTimerQueries(pool),
+    retention: new PostgresTimerRetention(pool),
+    seed,
+    v2,
+    cleanup: async () => {
+      await pool.end();
+      await store.close();
+      const client = new pg.Client({ connectionString: DATABASE_URL });
+      await client.connect();
+      try {
+        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
