@@ -98,7 +98,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     broker = await NatsBroker.connect({
       servers: config.brokerUrls,
       credentials: config.natsCredentials,
-      topology: config,
+      topology: { ...config, replicas: config.storage.streamReplicas },
       logger,
       onReconnect: () => loop?.wake(),
       onTopologyRecreated: () => void consumer?.restart(),

@@ -21,6 +21,7 @@ import { burst } from "./scenarios/burst.js";
 import { lowLoadLag } from "./scenarios/low-load-lag.js";
 import { recovery } from "./scenarios/recovery.js";
 import { pollAtSize } from "./scenarios/poll-at-size.js";
+import { queriesAt1M, retentionSweep } from "./scenarios/queries.js";
 
 type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 
@@ -32,6 +33,8 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "recovery", run: recovery, timeoutMs: 10 * 60_000 },
   { name: "pollAt1M", run: pollAtSize(1_000_000, "pollAt1M"), timeoutMs: 15 * 60_000 },
   { name: "pollAt10M", run: pollAtSize(10_000_000, "pollAt10M"), timeoutMs: 60 * 60_000, sizeFlag: true },
+  { name: "queriesAt1M", run: queriesAt1M, timeoutMs: 20 * 60_000 },
+  { name: "retentionSweep", run: retentionSweep, timeoutMs: 20 * 60_000 },
 ];
 
 interface Args extends BenchOptions {

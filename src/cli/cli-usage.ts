@@ -1,3 +1,5 @@
+import { QUERY_USAGE } from "./query-commands.js";
+
 export const USAGE = `timer-service — durable timers over NATS JetStream
 
 Usage:
@@ -5,20 +7,26 @@ Usage:
       Run the service (configured by TIMER_* environment variables, see .env.example).
 
   timer-service schedule --tenant T --id ID (--at WHEN | --in DURATION)
-                         [--data JSON] [--correlation-id C]
+                         [--data JSON] [--correlation-id C] [--max-lateness DURATION]
+                         [--every DURATION | --cron 'MIN HOUR DOM MON DOW' [--tz ZONE]]
+                         [--until WHEN] [--max-occurrences N]
       Publish a ScheduleTimer. WHEN is ISO 8601 with an offset (2026-12-01T09:00:00Z)
       or plain words ("tomorrow 9am", "next friday 17:00", local time zone); a WHEN in
       the past is sent after a warning (the timer fires at once).
       DURATION is like 10s, 10 seconds, 5 minutes, 1h30m, 2 days, 250ms, as one
       argument or several words (--in 1 hour 30 minutes).
+      --every (at least 1s) or --cron with an IANA --tz (default UTC) make it recurring:
+      --at/--in is then optional (--every starts one interval from now, --cron at its
+      next time). --max-lateness: publish DueTimeMissed instead when that late.
 
-  timer-service cancel --tenant T --id ID [--correlation-id C]
-      Publish a CancelTimer.
+  timer-service cancel --tenant T (--id ID | --id-prefix P) [--correlation-id C]
+      Publish a CancelTimer, or with --id-prefix a CancelTimersByPrefix: every timer
+      of T whose id starts with P. (--prefix is the subject prefix, see below.)
 
   timer-service watch [--tenant T]
-      Print DueTimeReached and CommandRejected events of tenant T (all tenants when
+      Print DueTimeReached, DueTimeMissed and CommandRejected events of tenant T (all tenants when
       omitted) as JSON lines until interrupted.
-
+${QUERY_USAGE}
 Common options:
   --server URL     NATS server(s), comma-separated (default: TIMER_BROKER_URL or
                    nats://127.0.0.1:4222). Credentials come from TIMER_NATS_* variables.
@@ -30,5 +38,12 @@ Examples:
   timer-service schedule --tenant acme --id reminder-7 --in 10 minutes
   timer-service schedule --tenant acme --id standup --at 'tomorrow 9am'
   timer-service cancel --tenant acme --id invoice-42
+  timer-service schedule --tenant acme --id heartbeat --every 5m
+  timer-service schedule --tenant acme --id standup --cron '0 9 * * MON-FRI' --tz Europe/Berlin
+  timer-service schedule --tenant acme --id call-back --in 10m --max-lateness 30s
+  timer-service cancel --tenant acme --id-prefix order-4711:
   timer-service watch --tenant acme
+  timer-service get --tenant acme --id invoice-42
+  timer-service list --tenant acme --state Scheduled --id-prefix invoice- --all
+  timer-service stats --tenant acme
 `;

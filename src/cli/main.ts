@@ -8,6 +8,7 @@ import { formatInstant } from "../domain/due-time.js";
 import { isServiceCallId, isTenantId } from "../app/commands/command-text.js";
 import { natsConnectionOptions } from "../adapters/nats/nats-connection.js";
 import { USAGE } from "./cli-usage.js";
+import { QUERY_OPTIONS, runQueryCommand } from "./query-commands.js";
 import { formatDuration, joinDurationWords, parseAt, parseDuration } from "./when.js";
 
 /** A wrong flag or value: printed with a hint, exit code 2. */
@@ -22,9 +23,16 @@ const OPTIONS = {
   in: { type: "string" },
   data: { type: "string" },
   "correlation-id": { type: "string" },
+  every: { type: "string" },
+  cron: { type: "string" },
+  tz: { type: "string" },
+  until: { type: "string" },
+  "max-occurrences": { type: "string" },
+  "max-lateness": { type: "string" },
   server: { type: "string" },
   prefix: { type: "string" },
   help: { type: "boolean", short: "h" },
+  ...QUERY_OPTIONS,
 } as const;
 
 type Flags = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
@@ -55,6 +63,18 @@ async function main(argv: string[]): Promise<number> {
       return cancel(flags);
     case "watch":
       return watch(flags);
+    case "get":
+    case "list":
+    case "stats":
+      return runQueryCommand(command, flags, {
+        prefix: prefixOf(flags),
+        tenant: required(flags, "tenant"),
+        id: () => required(flags, "id"),
+        withConnection: (use) => withConnection(flags, use),
+        usageError: (message) => new UsageError(message),
+        out: (line) => process.stdout.write(`${line}\n`),
+        err: (line) => process.stderr.write(`${line}\n`),
+      });
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
@@ -96,8 +116,13 @@ async function withConnection<T>(flags: Flags, use: (nc: NatsConnection) => Prom
   }
 }
 
-function dueAtFrom(flags: Flags, nowMs: number): number {
-  if ((flags.at === undefined) === (flags.in === undefined)) throw new UsageError("give exactly one of --at or --in");
+function dueAtFrom(flags: Flags, nowMs: number, repeat: RepeatFlags | undefined): number {
+  if (flags.at !== undefined && flags.in !== undefined) throw new UsageError("give only one of --at or --in");
+  if (flags.at === undefined && flags.in === undefined) {
+    if (repeat === undefined) throw new UsageError("give exactly one of --at or --in");
+    // A series without a start: --every starts one interval from now, --cron at its next time.
+    return nowMs + (repeat.everyMs ?? 0);
+  }
   if (flags.in !== undefined) {
     const ms = parseDuration(flags.in);
     if (ms === undefined) throw new UsageError(`--in "${flags.in}" is not a duration like 10s, "10 seconds", "5 minutes", 1h30m, "2 days"`);
@@ -117,11 +142,61 @@ function dataFrom(flags: Flags): unknown {
   }
 }
 
-async function publishCommand(flags: Flags, kind: "schedule" | "cancel", payload: Record<string, unknown>, tenantId: string): Promise<Record<string, unknown>> {
+interface RepeatFlags {
+  readonly everyMs?: number;
+  readonly cron?: string;
+  readonly timezone?: string;
+  readonly until?: string;
+  readonly maxOccurrences?: number;
+}
+
+/** `repeat` of `--every` or `--cron` (+ `--tz`, `--until`, `--max-occurrences`); the service checks the rest. */
+function repeatFrom(flags: Flags, nowMs: number): RepeatFlags | undefined {
+  const bounds = flags.until !== undefined || flags["max-occurrences"] !== undefined;
+  if (flags.every === undefined && flags.cron === undefined) {
+    if (flags.tz !== undefined || bounds) throw new UsageError("--tz, --until and --max-occurrences need --every or --cron");
+    return undefined;
+  }
+  if (flags.every !== undefined && flags.cron !== undefined) throw new UsageError("give only one of --every or --cron");
+  if (flags.tz !== undefined && flags.cron === undefined) throw new UsageError("--tz needs --cron");
+  let everyMs: number | undefined;
+  if (flags.every !== undefined) {
+    everyMs = parseDuration(flags.every);
+    if (everyMs === undefined || everyMs < 1_000) throw new UsageError(`--every "${flags.every}" is not a duration of at least 1s, like 30s, 5m, "1 hour"`);
+  }
+  let until: string | undefined;
+  if (flags.until !== undefined) {
+    const untilMs = parseAt(flags.until, nowMs);
+    if (untilMs === undefined) throw new UsageError(`--until "${flags.until}" is neither ISO 8601 with an offset nor a time like "friday 18:00"`);
+    until = formatInstant(untilMs);
+  }
+  let maxOccurrences: number | undefined;
+  if (flags["max-occurrences"] !== undefined) {
+    maxOccurrences = Number(flags["max-occurrences"]);
+    if (!Number.isSafeInteger(maxOccurrences) || maxOccurrences < 1) throw new UsageError("--max-occurrences must be a whole number ≥ 1");
+  }
+  return {
+    ...(everyMs === undefined ? {} : { everyMs }),
+    ...(flags.cron === undefined ? {} : { cron: flags.cron, timezone: flags.tz ?? "UTC" }),
+    ...(until === undefined ? {} : { until }),
+    ...(maxOccurrences === undefined ? {} : { maxOccurrences }),
+  };
+}
+
+function maxLatenessFrom(flags: Flags): number | undefined {
+  if (flags["max-lateness"] === undefined) return undefined;
+  const ms = parseDuration(flags["max-lateness"]);
+  if (ms === undefined) throw new UsageError(`--max-lateness "${flags["max-lateness"]}" is not a duration like 30s, 5m, 250ms`);
+  return ms;
+}
+
+const COMMAND_TYPES = { schedule: "ScheduleTimer", cancel: "CancelTimer", cancelprefix: "CancelTimersByPrefix" } as const;
+
+async function publishCommand(flags: Flags, kind: keyof typeof COMMAND_TYPES, payload: Record<string, unknown>, tenantId: string): Promise<Record<string, unknown>> {
   const correlationId = flags["correlation-id"];
   const envelope = {
     id: randomUUID(),
-    type: kind === "schedule" ? "ScheduleTimer" : "CancelTimer",
+    type: COMMAND_TYPES[kind],
     tenantId,
     ...(correlationId === undefined ? {} : { correlationId }),
     timestampMs: Date.now(),
@@ -139,19 +214,37 @@ async function schedule(flags: Flags): Promise<number> {
   const tenantId = required(flags, "tenant");
   const serviceCallId = required(flags, "id");
   const nowMs = Date.now();
-  const dueAtMs = dueAtFrom(flags, nowMs);
+  const repeat = repeatFrom(flags, nowMs);
+  const maxLatenessMs = maxLatenessFrom(flags);
+  const dueAtMs = dueAtFrom(flags, nowMs, repeat);
   const dueAt = formatInstant(dueAtMs);
   const data = dataFrom(flags);
   if (flags.at !== undefined && dueAtMs < nowMs) {
     process.stderr.write(`timer-service: warning: --at ${dueAt} is ${formatDuration(nowMs - dueAtMs)} in the past; the timer fires as soon as the service reads the command\n`);
   }
-  const envelope = await publishCommand(flags, "schedule", { tenantId, serviceCallId, dueAt, ...(data === undefined ? {} : { data }) }, tenantId);
+  const payload = {
+    tenantId,
+    serviceCallId,
+    dueAt,
+    ...(data === undefined ? {} : { data }),
+    ...(repeat === undefined ? {} : { repeat }),
+    ...(maxLatenessMs === undefined ? {} : { maxLatenessMs }),
+  };
+  const envelope = await publishCommand(flags, "schedule", payload, tenantId);
   process.stdout.write(`${JSON.stringify(envelope)}\n`);
   return 0;
 }
 
 async function cancel(flags: Flags): Promise<number> {
   const tenantId = required(flags, "tenant");
+  const serviceCallIdPrefix = flags["id-prefix"];
+  if (serviceCallIdPrefix !== undefined) {
+    if (flags.id !== undefined) throw new UsageError("give only one of --id or --id-prefix");
+    if (!isServiceCallId(serviceCallIdPrefix)) throw new UsageError("--id-prefix must be 1..256 characters without control characters");
+    const envelope = await publishCommand(flags, "cancelprefix", { tenantId, serviceCallIdPrefix }, tenantId);
+    process.stdout.write(`${JSON.stringify(envelope)}\n`);
+    return 0;
+  }
   const serviceCallId = required(flags, "id");
   const envelope = await publishCommand(flags, "cancel", { tenantId, serviceCallId }, tenantId);
   process.stdout.write(`${JSON.stringify(envelope)}\n`);
@@ -162,12 +255,12 @@ async function watch(flags: Flags): Promise<number> {
   const tenant = flags.tenant === undefined ? "*" : required(flags, "tenant");
   const prefix = prefixOf(flags);
   const nc = await connectCli(flags);
-  const subscriptions = ["due", "rejected"].map((kind) => nc.subscribe(`${prefix}.events.${kind}.${tenant}`));
+  const subscriptions = ["due", "missed", "rejected"].map((kind) => nc.subscribe(`${prefix}.events.${kind}.${tenant}`));
   const stop = (): void => void nc.drain().then(() => process.exit(0));
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
   await nc.flush();
-  process.stderr.write(`watching ${prefix}.events.{due,rejected}.${tenant} (Ctrl-C to stop)\n`);
+  process.stderr.write(`watching ${prefix}.events.{due,missed,rejected}.${tenant} (Ctrl-C to stop)\n`);
   await Promise.all(
     subscriptions.map(async (subscription) => {
       for await (const message of subscription) process.stdout.write(`${message.string()}\n`);

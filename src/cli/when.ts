@@ -36,23 +36,27 @@ export function parseDuration(text: string): number | undefined {
   return consumed === source.length ? Math.round(total) : undefined;
 }
 
+/** Flags whose value is a duration, which may be given as several argv words. */
+const DURATION_FLAGS = ["--in", "--every", "--max-lateness"] as const;
+
 /**
- * Lets `--in` take several argv words (`--in 10 seconds`, `--in 1 hour 30 minutes`): the words that
- * follow its value are joined to it as long as the longest such run still reads as a duration.
- * Other arguments are returned unchanged; nothing after `--` is touched.
+ * Lets `--in` (and `--every`, `--max-lateness`) take several argv words (`--in 10 seconds`, `--in 1
+ * hour 30 minutes`): the words that follow its value are joined to it as long as the longest such
+ * run still reads as a duration. Other arguments are returned unchanged; nothing after `--` is touched.
  */
 export function joinDurationWords(argv: readonly string[]): string[] {
   const result: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === "--") return [...result, ...argv.slice(i)];
-    const inline = arg.startsWith("--in=");
-    if (arg !== "--in" && !inline) {
+    const flag = DURATION_FLAGS.find((name) => arg === name || arg.startsWith(`${name}=`));
+    if (flag === undefined) {
       result.push(arg);
       continue;
     }
+    const inline = arg !== flag;
     const valueAt = inline ? i : i + 1;
-    const first = inline ? arg.slice("--in=".length) : argv[valueAt];
+    const first = inline ? arg.slice(flag.length + 1) : argv[valueAt];
     if (first === undefined) {
       result.push(arg);
       continue;
@@ -67,7 +71,7 @@ export function joinDurationWords(argv: readonly string[]): string[] {
         last = j;
       }
     }
-    result.push("--in", value);
+    result.push(flag, value);
     i = last;
   }
   return result;

@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import pg from "pg";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerClient } from "../support/timer-client.js";
@@ -116,6 +117,25 @@ export function earlyEvents(events: readonly StreamedDueEvent[]): StreamedDueEve
 export function mismatchedEvents(events: readonly StreamedDueEvent[], timers: readonly PlannedTimer[]): StreamedDueEvent[] {
   const dueAt = new Map(timers.map((timer) => [timer.serviceCallId, timer.dueAtMs]));
   return events.filter((event) => dueAt.has(event.serviceCallId) && dueAt.get(event.serviceCallId) !== event.dueAtMs);
+}
+
+/**
+ * The state of every timer in the service's store: its SQLite file (read while the service is
+ * stopped), or its Postgres schema with TEST_TIMER_STORE=postgres.
+ */
+export async function storedTimerStatesOf(service: TimerServiceProcess): Promise<Map<string, string>> {
+  if (service.env.TIMER_STORE !== "postgres") return storedTimerStates(service.env.TIMER_DB_PATH!);
+  const db = new pg.Client({ connectionString: service.env.TIMER_DATABASE_URL });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ id: string; state: string }>(
+      `SELECT service_call_id AS id, state FROM "${service.env.TIMER_DATABASE_SCHEMA}".timer_schedules WHERE tenant_id = $1`,
+      [TENANT],
+    );
+    return new Map(rows.map((row) => [row.id, row.state]));
+  } finally {
+    await db.end();
+  }
 }
 
 /** The state of every timer in the service's SQLite file (read while the service is stopped). */

@@ -1,6 +1,6 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TENANT, earlyEvents, mismatchedEvents, scheduleAll, storedTimerStates, waitUntilStored, type PlannedTimer, startFaultHarness, type FaultHarness } from "./fault-support.js";
+import { TENANT, earlyEvents, mismatchedEvents, scheduleAll, storedTimerStatesOf, waitUntilStored, type PlannedTimer, startFaultHarness, type FaultHarness } from "./fault-support.js";
 
 const TIMERS = 2_000;
 
@@ -34,7 +34,7 @@ describe("kill -9 while due timers are being fired", () => {
     expect(storedBeforeKill, "the kill must land mid-firing").toBeGreaterThan(0);
     expect(storedBeforeKill, "the kill must land mid-firing").toBeLessThan(TIMERS);
     // Published but not marked Reached when killed: these are published again after the restart.
-    const reachedAtKill = [...storedTimerStates(service.env.TIMER_DB_PATH!).values()].filter((state) => state === "Reached").length;
+    const reachedAtKill = [...(await storedTimerStatesOf(service)).values()].filter((state) => state === "Reached").length;
     const republished = storedBeforeKill - reachedAtKill;
 
     await service.restart();

@@ -5,7 +5,7 @@ import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
-import { TENANT, commandBacklog, earlyEvents, planTimers, scheduleAll, storedTimerStates, until } from "./fault-support.js";
+import { TENANT, commandBacklog, earlyEvents, planTimers, scheduleAll, storedTimerStatesOf, until } from "./fault-support.js";
 
 /** CONTRACT §4: SIGTERM/SIGINT stop consuming, finish the batch in hand, close storage, exit 0 within 10 s. */
 describe("shutdown", () => {
@@ -61,7 +61,7 @@ describe("shutdown", () => {
     const backlogAfterExit = await commandBacklog(client);
 
     // Acked by the service = gone from the work-queue stream; each of those must be in the database.
-    const stored = storedTimerStates(service.env.TIMER_DB_PATH!);
+    const stored = await storedTimerStatesOf(service);
     const inStream = await unackedCommands(client);
     const lost = timers.filter((t) => !stored.has(t.serviceCallId) && !inStream.has(t.serviceCallId));
     console.info(

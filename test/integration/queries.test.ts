@@ -107,7 +107,7 @@ describe("queries over NATS and HTTP", () => {
         const body: any =
           transport === "nats"
             ? (await natsQuery(nc(), "list", tenant, request)).body
-            : (await http(`/v1/tenants/${tenant}/timers?${new URLSearchParams(Object.entries(request).map(([k, v]) => [k, String(v)]))}`)).body;
+            : (await http(`/v1/tenants/${tenant}/timers?${new URLSearchParams(Object.entries(request).map(([k, v]): [string, string] => [k, String(v)]))}`)).body;
         listed.push(...body.timers.map((t: any) => t.serviceCallId));
         cursor = body.nextCursor;
         page++;

@@ -68,7 +68,7 @@ describe("the admin page in Chromium", () => {
     expect(acmeRow.split("\t").slice(0, 3)).toEqual(["acme", "1", "1"]);
 
     // The token lives in the tab's sessionStorage only.
-    expect(await page.evaluate(() => [sessionStorage.length, localStorage.length, document.cookie])).toEqual([1, 0, ""]);
+    expect(await page.evaluate("[sessionStorage.length, localStorage.length, document.cookie]")).toEqual([1, 0, ""]);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, "admin-page.png"), fullPage: true });
     // Only the refused wrong token is an error.

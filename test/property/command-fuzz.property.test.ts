@@ -20,8 +20,9 @@ import { RecordingEventPublisher } from "../support/fakes/recording-event-publis
 import { RecordingLogger } from "../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../support/fakes/recording-metrics.js";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
+import { propertySeed } from "../support/property-seed.js";
 
-const seed = process.env.FC_SEED === undefined ? Date.now() % 2_147_483_647 : Number(process.env.FC_SEED);
+const seed = propertySeed();
 fc.configureGlobal({ seed });
 
 const HORIZON_DAYS = 3650;

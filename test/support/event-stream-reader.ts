@@ -17,6 +17,9 @@ export interface StreamedDueEvent {
   /** When the broker stored the message (its JetStream timestamp). */
   readonly storedAtMs: number;
   readonly data: unknown;
+  /** A recurring timer's occurrence, and how many earlier ones it stands for (CONTRACT §10). */
+  readonly occurrence: number | undefined;
+  readonly missedOccurrences: number | undefined;
 }
 
 const FETCH_BATCH = 2_000;
@@ -199,6 +202,8 @@ export class EventStreamReader {
       reachedAtMs: Date.parse(String(payload.reachedAt)),
       storedAtMs: Math.floor(message.info.timestampNanos / 1_000_000),
       data: payload.data,
+      occurrence: typeof payload.occurrence === "number" ? payload.occurrence : undefined,
+      missedOccurrences: typeof payload.missedOccurrences === "number" ? payload.missedOccurrences : undefined,
     };
     this.events.push(event);
     if (this.envelopeIds.has(event.id)) this.duplicateCount++;

@@ -14,6 +14,8 @@ export interface TimerTopology {
   readonly commandsStream: string;
   readonly eventsStream: string;
   readonly consumerName: string;
+  /** Replicas of the streams and the consumer it creates (TIMER_STREAM_REPLICAS, CONTRACT §6); default 1. */
+  readonly replicas?: number;
 }
 
 /** Events are kept this long for subscribers that come later. */
@@ -46,6 +48,7 @@ function isNotFound(error: unknown): boolean {
  */
 export async function ensureTimerTopology(jsm: JetStreamManager, topology: TimerTopology): Promise<boolean> {
   const { subjectPrefix, commandsStream, eventsStream, consumerName } = topology;
+  const replicas = topology.replicas ?? 1;
   let created = await ensureStream(jsm, commandsStream, () =>
     jsm.streams.add({
       name: commandsStream,
@@ -53,6 +56,7 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
       // A command is work: it leaves the stream once the service acked (stored) or refused it.
       retention: RetentionPolicy.Workqueue,
       storage: StorageType.File,
+      num_replicas: replicas,
       duplicate_window: nanos(COMMANDS_DUPLICATE_WINDOW_MS),
     }),
   );
@@ -62,6 +66,7 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
       subjects: [`${subjectPrefix}.events.>`],
       retention: RetentionPolicy.Limits,
       storage: StorageType.File,
+      num_replicas: replicas,
       max_age: nanos(EVENTS_MAX_AGE_MS),
       duplicate_window: nanos(EVENTS_DUPLICATE_WINDOW_MS),
     }),
@@ -79,6 +84,8 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
       ack_wait: nanos(COMMAND_ACK_WAIT_MS),
       max_deliver: -1,
       max_ack_pending: COMMAND_MAX_ACK_PENDING,
+      // No num_replicas: the consumer inherits the stream's, which is `replicas` when the service
+      // made the stream and the operator's choice otherwise (a work-queue consumer must match it).
     });
     return true;
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { CommandDecoder } from "../../../src/app/commands/command-decoder.js";
+import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
 import { TimerCommandProcessor } from "../../../src/app/commands/timer-command-processor.js";
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
@@ -27,7 +28,7 @@ describe("the stale-command rule (CONTRACT §7)", () => {
     const store = new CountingStore(memory);
     const metrics = new RecordingMetrics();
     const processor = new TimerCommandProcessor({
-      decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock } as ConstructorParameters<typeof CommandDecoder>[0]),
+      decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock, calendar: new CronerCalendar() }),
       store,
       publisher: new RecordingEventPublisher(),
       clock,

@@ -1,0 +1,55 @@
+// ESLint flat config: the recommended rules for JavaScript and TypeScript, and the layer rule of
+// the hexagon (docs/adr/0001-hexagonal-architecture.md), checked on every `npm run lint`.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", "examples/node_modules/**", "test-artifacts/**", "coverage/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
+      "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "inline-type-imports" }],
+      "no-constant-condition": ["error", { checkLoops: false }],
+    },
+  },
+  {
+    // The domain: timer rules in plain TypeScript, nothing but other domain files and Node built-ins.
+    files: ["src/domain/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^(?!\\./|node:)", message: "the domain imports only other domain files (./x.js) and node: built-ins" }] },
+      ],
+    },
+  },
+  {
+    // The application: use cases and their ports; it may use the domain and zod (the one validation
+    // library of the command rules), never an adapter or the composition root.
+    files: ["src/app/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { regex: "(^|/)adapters/", message: "the application depends on ports, not on adapters" },
+            { regex: "(^|/)(service|config|storage-config|run-timer-service|main)\\.js$", message: "the application does not know the composition root or its configuration" },
+            { regex: "^(?!\\.|node:|zod$)", message: "the application imports only the domain, its own files, node: built-ins and zod" },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // An adapter implements ports; it never reaches into another technology's adapter.
+    files: ["src/adapters/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "(^|/)(service|run-timer-service|main)\\.js$", message: "adapters do not import the composition root" }] },
+      ],
+    },
+  },
+);

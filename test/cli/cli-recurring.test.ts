@@ -1,0 +1,82 @@
+/** The CLI's flags for CONTRACT §10: --every, --cron/--tz, --until, --max-occurrences, --max-lateness, cancel --id-prefix. */
+import { spawn } from "node:child_process";
+import { resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NatsServerProcess } from "../support/nats-server.js";
+import { TimerClient } from "../support/timer-client.js";
+import { TimerServiceProcess } from "../support/timer-service-process.js";
+
+const CLI = resolve(import.meta.dirname, "../../dist/cli/main.js");
+
+function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.once("exit", (code) => done({ code, stdout, stderr }));
+  });
+}
+
+describe("timer-service CLI: recurring timers, lateness, prefix cancel", () => {
+  let nats: NatsServerProcess;
+  let service: TimerServiceProcess;
+  let client: TimerClient;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    nats = await NatsServerProcess.start();
+    service = await TimerServiceProcess.start(nats.url);
+    client = await TimerClient.connect(nats.url);
+    env = { TIMER_BROKER_URL: nats.url };
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await service?.dispose();
+    await nats?.dispose();
+  });
+
+  it("when --every and --max-occurrences are given, then the timer fires that many times, one interval apart", async () => {
+    const result = await runCli(["schedule", "--tenant", "cli", "--id", "every", "--every", "1", "second", "--max-occurrences", "2", "--max-lateness", "30s"], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout).payload).toMatchObject({ repeat: { everyMs: 1_000, maxOccurrences: 2 }, maxLatenessMs: 30_000 });
+
+    await client.waitFor((e) => e.body.payload?.serviceCallId === "every" && e.body.payload?.occurrence === 2, 10_000);
+    const events = client.received("DueTimeReached", "every").map((e) => e.body.payload);
+    expect(events.map((p) => p.occurrence)).toEqual([1, 2]);
+    expect(Date.parse(events[1].dueAt) - Date.parse(events[0].dueAt)).toBe(1_000);
+  });
+
+  it("when --cron and --tz are given, then the command carries the rule, and --at is optional", async () => {
+    const result = await runCli(["schedule", "--tenant", "cli", "--id", "standup", "--cron", "0 9 * * MON-FRI", "--tz", "Europe/Berlin", "--until", "2030-01-01T00:00:00Z"], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout).payload.repeat).toEqual({ cron: "0 9 * * MON-FRI", timezone: "Europe/Berlin", until: "2030-01-01T00:00:00.000Z" });
+  });
+
+  it("when cancel --id-prefix is given, then a CancelTimersByPrefix cancels the matching timers", async () => {
+    const at = new Date(Date.now() + 4_000).toISOString();
+    for (const id of ["order-4711:a", "order-4711:b", "order-4712:a"]) expect((await runCli(["schedule", "--tenant", "cli", "--id", id, "--at", at], env)).code).toBe(0);
+
+    const result = await runCli(["cancel", "--tenant", "cli", "--id-prefix", "order-4711:"], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ type: "CancelTimersByPrefix", payload: { tenantId: "cli", serviceCallIdPrefix: "order-4711:" } });
+
+    await client.waitForDue("cli", "order-4712:a", 10_000);
+    expect(client.received("DueTimeReached").filter((e) => e.body.payload.serviceCallId.startsWith("order-4711:"))).toEqual([]);
+  });
+
+  it.each([
+    [["--every", "500ms"], /--every/],
+    [["--every", "5m", "--cron", "* * * * *"], /only one of --every or --cron/],
+    [["--tz", "Europe/Berlin", "--in", "5m"], /need --every or --cron/],
+    [["--every", "5m", "--tz", "UTC"], /--tz needs --cron/],
+    [["--in", "5m", "--max-lateness", "soon"], /--max-lateness/],
+    [["--every", "5m", "--max-occurrences", "0"], /--max-occurrences/],
+  ])("when schedule gets %j, then it exits 2 naming the flag", async (args, message) => {
+    const result = await runCli(["schedule", "--tenant", "cli", "--id", "bad", ...args], env);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
+  });
+});

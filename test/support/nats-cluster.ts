@@ -1,0 +1,147 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { freePort } from "./free-port.js";
+import { waitForPort } from "./test-infrastructure.js";
+
+/**
+ * A JetStream cluster of real `nats-server` processes on loopback (CONTRACT §6: R3 streams survive
+ * the loss of one node). Each node has its own client port, route port, server name and store
+ * folder; every node routes to the others. Nodes are local processes even when the test
+ * infrastructure provider runs containers: routes between them need fixed loopback ports.
+ * Set NATS_SERVER_BIN to use another binary than the one on PATH.
+ */
+export class NatsClusterNode {
+  private child: ChildProcess | undefined;
+  private stderr = "";
+
+  constructor(
+    readonly name: string,
+    readonly port: number,
+    readonly clusterPort: number,
+    readonly storeDir: string,
+    private readonly clusterName: string,
+    private readonly routes: readonly number[],
+  ) {}
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined;
+  }
+
+  /** Starts the process; resolves once it listens for clients (JetStream may still be electing). */
+  async start(): Promise<void> {
+    if (this.child !== undefined) throw new Error(`${this.name} is already running`);
+    const args = [
+      "-js",
+      "-a", "127.0.0.1",
+      "-p", String(this.port),
+      "-n", this.name,
+      "--cluster_name", this.clusterName,
+      "-cluster", `nats://127.0.0.1:${this.clusterPort}`,
+      "-routes", this.routes.map((port) => `nats://127.0.0.1:${port}`).join(","),
+      "-sd", this.storeDir,
+    ];
+    const child = spawn(process.env.NATS_SERVER_BIN ?? "nats-server", args, { stdio: ["ignore", "ignore", "pipe"] });
+    this.child = child;
+    this.stderr = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      this.stderr = (this.stderr + chunk.toString()).slice(-20_000);
+    });
+    const exited = new Promise<never>((_, reject) => child.once("exit", (code) => reject(new Error(`${this.name} exited with ${code}: ${this.stderr}`))));
+    exited.catch(() => undefined);
+    await Promise.race([waitForPort(this.port, 10_000, this.name), exited]);
+  }
+
+  /** Stops the process (SIGKILL when `hard`), keeping its store folder for a restart. */
+  async stop(hard = false): Promise<void> {
+    const child = this.child;
+    if (child === undefined) return;
+    this.child = undefined;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once("exit", () => resolve());
+      child.kill(hard ? "SIGKILL" : "SIGTERM");
+    });
+  }
+}
+
+export class NatsCluster {
+  private constructor(readonly nodes: readonly NatsClusterNode[]) {}
+
+  /** All client URLs, comma-separated, as TIMER_BROKER_URL takes them. */
+  get urls(): string {
+    return this.nodes.map((node) => node.url).join(",");
+  }
+
+  /** Starts `size` nodes (default 3) and waits until JetStream answers through each of them. */
+  static async start(size = 3): Promise<NatsCluster> {
+    const clusterName = `timer-test-${process.pid}`;
+    const ports = await distinctFreePorts(size * 2);
+    const clusterPorts = ports.slice(size);
+    const nodes = Array.from({ length: size }, (_, i) => {
+      const storeDir = mkdtempSync(join(tmpdir(), `timer-nats-c${i}-`));
+      return new NatsClusterNode(`n${i}`, ports[i]!, clusterPorts[i]!, storeDir, clusterName, clusterPorts.filter((_, j) => j !== i));
+    });
+    const cluster = new NatsCluster(nodes);
+    try {
+      await Promise.all(nodes.map((node) => node.start()));
+      await cluster.waitUntilJetStream(nodes);
+    } catch (error) {
+      await cluster.dispose();
+      throw error;
+    }
+    return cluster;
+  }
+
+  /** Restarts a stopped node and waits until JetStream answers through it again. */
+  async restart(node: NatsClusterNode): Promise<void> {
+    await node.start();
+    await this.waitUntilJetStream([node]);
+  }
+
+  /**
+   * Waits until JetStream answers account info through each of `nodes` (a meta leader is elected
+   * and the node has joined), within `timeoutMs`.
+   */
+  async waitUntilJetStream(nodes: readonly NatsClusterNode[] = this.nodes, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (const node of nodes) {
+      let last: unknown;
+      for (;;) {
+        const connection = await connect({ servers: node.url, reconnect: false, timeout: 1_000 }).catch((error: unknown) => ((last = error), undefined));
+        if (connection !== undefined) {
+          try {
+            const jsm = await jetstreamManager(connection, { timeout: 1_000 });
+            await jsm.getAccountInfo();
+            break;
+          } catch (error) {
+            last = error;
+          } finally {
+            await connection.close().catch(() => undefined);
+          }
+        }
+        if (Date.now() > deadline) throw new Error(`JetStream not available through ${node.name} within ${timeoutMs} ms: ${String(last)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }
+
+  /** Stops every node and removes their store folders. */
+  async dispose(): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.stop(true)));
+    for (const node of this.nodes) rmSync(node.storeDir, { recursive: true, force: true });
+  }
+}
+
+async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}
