@@ -117,7 +117,7 @@ async function withConnection<T>(flags: Flags, use: (nc: NatsConnection) => Prom
 }
 
 function dueAtFrom(flags: Flags, nowMs: number, repeat: RepeatFlags | undefined): number {
-  if (flags.at !== undefined && flags.in !== undefined) throw new UsageError("give only one of --at or --in");
+  if (flags.at !== undefined && flags.in !== undefined) throw new UsageError("give exactly one of --at or --in");
   if (flags.at === undefined && flags.in === undefined) {
     if (repeat === undefined) throw new UsageError("give exactly one of --at or --in");
     // A series without a start: --every starts one interval from now, --cron at its next time.

@@ -64,7 +64,7 @@ async function answer(service: Service, endpoint: QueryEndpoint, msg: ServiceMsg
         ? { status: 400, body: { error: { code: "INVALID_REQUEST", message: "the body is not UTF-8 JSON" } } }
         : await queries.answer(endpoint, tenantId, request);
     const body = encoder.encode(JSON.stringify(reply.body));
-    if (reply.status === 400 || reply.status === 500) {
+    if (reply.status === 400 || reply.status === 500 || reply.status === 503) {
       msg.respondError(reply.status, headerSafe(reply.body.error.message), body);
       countError(service, endpoint, reply.body.error.message);
     } else {

@@ -5,6 +5,7 @@ import type { Logger } from "../logger.js";
 import { DEFAULT_LIST_LIMIT, describeIssue, encodeCursor, getRequestSchema, listRequestSchema, statsRequestSchema } from "./query-requests.js";
 import type { TimerQueries } from "./timer-queries.js";
 import { statsView, timerView } from "./timer-view.js";
+import { StatsCache } from "./stats-cache.js";
 
 export type QueryEndpoint = "get" | "list" | "stats";
 export type QueryOutcome = "ok" | "error";
@@ -14,12 +15,12 @@ export interface QueryMetrics {
   queryAnswered(endpoint: QueryEndpoint, outcome: QueryOutcome): void;
 }
 
-export type QueryErrorCode = "INVALID_REQUEST" | "INTERNAL";
+export type QueryErrorCode = "INVALID_REQUEST" | "INTERNAL" | "BUSY";
 
 /** What a transport sends back: the status (HTTP status; NATS sends the error ones as service errors) and the JSON body. */
 export type QueryReply =
   | { readonly status: 200 | 404; readonly body: object }
-  | { readonly status: 400 | 500; readonly body: { readonly error: { readonly code: QueryErrorCode; readonly message: string } } };
+  | { readonly status: 400 | 500 | 503; readonly body: { readonly error: { readonly code: QueryErrorCode; readonly message: string } } };
 
 export interface TimerQueryServiceDeps {
   readonly queries: TimerQueries;
@@ -30,6 +31,13 @@ export interface TimerQueryServiceDeps {
 
 /** Tenants the admin page lists at most. */
 export const MAX_TENANTS = 1000;
+/** How old a `stats` answer may be: counts are shared this long (see StatsCache). */
+export const STATS_MAX_AGE_MS = 250;
+/**
+ * Queries answered at once at most; more are refused as busy (503) rather than queued without end,
+ * so that queries can never starve firing and commands of the event loop and the store.
+ */
+export const MAX_QUERIES_IN_FLIGHT = 64;
 
 function invalid(message: string): QueryReply {
   return { status: 400, body: { error: { code: "INVALID_REQUEST", message } } };
@@ -41,12 +49,27 @@ function invalid(message: string): QueryReply {
  * storage fault becomes a 500 reply, logged; nothing here throws.
  */
 export class TimerQueryService {
-  constructor(private readonly deps: TimerQueryServiceDeps) {}
+  readonly #stats: StatsCache;
+  #inFlight = 0;
+
+  constructor(private readonly deps: TimerQueryServiceDeps) {
+    this.#stats = new StatsCache(deps.clock, STATS_MAX_AGE_MS);
+  }
 
   async answer(endpoint: QueryEndpoint, tenantId: string, request: unknown): Promise<QueryReply> {
-    const reply = await this.#answer(endpoint, tenantId, request);
+    let reply: QueryReply;
+    if (this.#inFlight >= MAX_QUERIES_IN_FLIGHT) {
+      reply = { status: 503, body: { error: { code: "BUSY", message: "too many queries at once; retry shortly" } } };
+    } else {
+      this.#inFlight++;
+      try {
+        reply = await this.#answer(endpoint, tenantId, request);
+      } finally {
+        this.#inFlight--;
+      }
+    }
     // An unknown timer (404) is an answer, not an error.
-    this.deps.metrics.queryAnswered(endpoint, reply.status === 400 || reply.status === 500 ? "error" : "ok");
+    this.deps.metrics.queryAnswered(endpoint, reply.status === 200 || reply.status === 404 ? "ok" : "error");
     return reply;
   }
 
@@ -89,7 +112,8 @@ export class TimerQueryService {
         case "stats": {
           const parsed = parse(statsRequestSchema, request);
           if (!parsed.success) return invalid(parsed.message);
-          return { status: 200, body: statsView(tenantId, await queries.stats(tenantId), clock.now()) };
+          const counts = await this.#stats.get(tenantId, () => queries.stats(tenantId));
+          return { status: 200, body: statsView(tenantId, counts, clock.now()) };
         }
       }
     } catch (error) {
