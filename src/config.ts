@@ -165,7 +165,7 @@ export function loadConfig(env: Env): TimerServiceConfig {
     natsCredentials: loadNatsCredentials(env),
     dbPath: text(env, "TIMER_DB_PATH", "./data/timer.db"),
     storage: loadStorageConfig(env),
-    dbSynchronous: oneOf(env, "TIMER_DB_SYNCHRONOUS", "NORMAL", ["NORMAL", "FULL"] as const, (s) => s.toUpperCase()),
+    dbSynchronous: oneOf(env, "TIMER_DB_SYNCHRONOUS", "FULL", ["NORMAL", "FULL"] as const, (s) => s.toUpperCase()),
     pollingIntervalMs: integer(env, "TIMER_POLLING_INTERVAL", 5000, 10, 3_600_000),
     batchSize: integer(env, "TIMER_BATCH_SIZE", 100, 1, 10_000),
     maxHorizonDays: integer(env, "TIMER_MAX_HORIZON_DAYS", 3650, 1, 36_500),

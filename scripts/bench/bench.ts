@@ -10,10 +10,15 @@
  *   npm run bench -- --size 10m           also pollAt10M (10,000,000 pending rows; slow to generate)
  *   npm run bench -- --profile            run the service under --cpu-prof and print its hot spots
  *                                         (figures of a profiled run are not comparable)
+ *   npm run bench -- --store postgres     the service on Postgres (TIMER_TEST_DATABASE_URL, default the
+ *                                         machine's; a new schema per service, dropped afterwards)
+ *   npm run bench -- --only instances [--store postgres --instances 3]
+ *                                         ingest, 100k burst and low-load lag for Postgres with 1, 2, 3
+ *                                         instances and SQLite with one, or only the deployment given
  */
 import { mkdirSync, writeFileSync, readdirSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { REPO_ROOT, Scope, loadAverage, log, machineInfo, round, withTimeout, type BenchContext, type BenchOptions, type ProfileWindow } from "./harness.js";
+import { REPO_ROOT, Scope, loadAverage, log, machineInfo, round, withTimeout, type BenchContext, type BenchOptions, type ProfileWindow, type StoreKind } from "./harness.js";
 import { formatProfile, summarizeCpuProfile, type ProfileSummary } from "./cpu-profile.js";
 import { rawCeiling } from "./scenarios/raw-ceiling.js";
 import { ingest } from "./scenarios/ingest.js";
@@ -22,6 +27,8 @@ import { lowLoadLag } from "./scenarios/low-load-lag.js";
 import { recovery } from "./scenarios/recovery.js";
 import { pollAtSize } from "./scenarios/poll-at-size.js";
 import { queriesAt1M, retentionSweep } from "./scenarios/queries.js";
+import { recurringLoad } from "./scenarios/recurring-load.js";
+import { instances } from "./scenarios/instances.js";
 
 type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 
@@ -35,6 +42,9 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "pollAt10M", run: pollAtSize(10_000_000, "pollAt10M"), timeoutMs: 60 * 60_000, sizeFlag: true },
   { name: "queriesAt1M", run: queriesAt1M, timeoutMs: 20 * 60_000 },
   { name: "retentionSweep", run: retentionSweep, timeoutMs: 20 * 60_000 },
+  { name: "recurringLoad", run: recurringLoad, timeoutMs: 15 * 60_000 },
+  // Issue 9: Postgres with 1, 2, 3 instances and SQLite, or the one deployment given with --store/--instances.
+  { name: "instances", run: instances, timeoutMs: 60 * 60_000 },
 ];
 
 interface Args extends BenchOptions {
@@ -46,6 +56,9 @@ function parseArgs(argv: readonly string[]): Args {
   let size: "1m" | "10m" = "1m";
   let only: string[] | undefined;
   let profile = false;
+  let store: StoreKind = "sqlite";
+  let storeGiven = false;
+  let instanceCount: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -60,19 +73,33 @@ function parseArgs(argv: readonly string[]): Args {
       const v = value().toLowerCase();
       if (v !== "1m" && v !== "10m") usage(`--size is 1m or 10m, not ${v}`);
       size = v;
+    } else if (arg.startsWith("--store")) {
+      const v = value().toLowerCase();
+      if (v !== "sqlite" && v !== "postgres") usage(`--store is sqlite or postgres, not ${v}`);
+      store = v;
+      storeGiven = true;
+    } else if (arg.startsWith("--instances")) {
+      const v = Number(value());
+      if (!Number.isInteger(v) || v < 1 || v > 16) usage("--instances is an integer from 1 to 16");
+      instanceCount = v;
     } else if (arg === "--help" || arg === "-h") usage();
     else usage(`unknown argument ${arg}`);
   }
   for (const name of only ?? []) if (!SCENARIOS.some((s) => s.name === name)) usage(`unknown scenario ${name}`);
   if (only?.includes("pollAt10M")) size = "10m";
+  if (instanceCount !== undefined && instanceCount > 1 && store !== "postgres") usage("--instances above 1 needs --store postgres (SQLite: one instance per consumer)");
+  // Only the instances scenario runs several processes; the others run one on the chosen store.
+  if (instanceCount !== undefined && instanceCount > 1 && (only === undefined || only.some((name) => name !== "instances"))) {
+    usage("--instances above 1 applies to the instances scenario only: add --only instances");
+  }
   const profileDir = profile ? resolve(REPO_ROOT, "bench-results", `profile-${stamp()}`) : undefined;
-  return { quick, size, only, profileDir };
+  return { quick, size, only, profileDir, store, storeGiven, instances: instanceCount };
 }
 
 function usage(error?: string): never {
   if (error !== undefined) process.stderr.write(`bench: ${error}\n`);
   process.stderr.write(
-    `usage: npm run bench -- [--quick] [--only ${SCENARIOS.map((s) => s.name).join(",")}] [--size 1m|10m] [--profile]\n`,
+    `usage: npm run bench -- [--quick] [--only ${SCENARIOS.map((s) => s.name).join(",")}] [--size 1m|10m] [--profile] [--store sqlite|postgres] [--instances N]\n`,
   );
   process.exit(error === undefined ? 0 : 2);
 }
@@ -104,6 +131,7 @@ const TARGETS: Target[] = [
   { name: "1M pending: RSS", path: "pollAt1M.rssMB", op: "<=", target: 300, unit: "MB" },
   { name: "10M pending: poll p99", path: "pollAt10M.pollP99Ms", op: "<=", target: 20, unit: "ms" },
   { name: "10M pending: RSS", path: "pollAt10M.rssMB", op: "<=", target: 300, unit: "MB" },
+  { name: "100k recurring every 10 s: lag p99", path: "recurringLoad.p99Ms", op: "<=", target: 50, unit: "ms" },
 ];
 
 function lookup(results: Record<string, unknown>, path: string): unknown {

@@ -5,7 +5,7 @@
  * creates is registered on its Scope, which the runner closes even when the scenario fails.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
@@ -13,6 +13,7 @@ import { connect, createInbox, type NatsConnection, type Subscription } from "@n
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { NatsServerProcess } from "../../test/support/nats-server.js";
 import { TimerServiceProcess } from "../../test/support/timer-service-process.js";
+import { TEST_DATABASE_URL, dropSchema, uniqueSchema } from "../../test/support/test-postgres.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../..");
 
@@ -115,7 +116,18 @@ export interface BenchOptions {
   readonly size: "1m" | "10m";
   /** Folder for --cpu-prof output of the service, or undefined when not profiling. */
   readonly profileDir: string | undefined;
+  /**
+   * --store: the service's store (default sqlite). With postgres each service gets a new schema of
+   * TIMER_TEST_DATABASE_URL's database (default the machine's Postgres), dropped afterwards.
+   */
+  readonly store: StoreKind;
+  /** --instances: service processes sharing the consumer (postgres only); undefined when not given. */
+  readonly instances: number | undefined;
+  /** Whether --store was given (the `instances` scenario then measures that one configuration). */
+  readonly storeGiven: boolean;
 }
+
+export type StoreKind = "sqlite" | "postgres";
 
 /**
  * A measured phase of one service process, on CLOCK_MONOTONIC in µs — the clock V8 stamps its
@@ -186,10 +198,50 @@ export async function startService(
   const command = ctx.profileDir === undefined
     ? undefined
     : [process.execPath, "--cpu-prof", `--cpu-prof-dir=${resolve(ctx.profileDir, label)}`, "dist/main.js"];
-  const service = await TimerServiceProcess.start(brokerUrl, env, { waitReady: false, ...(command === undefined ? {} : { command }) });
+  const storeEnv = ctx.store === "postgres" ? postgresEnv(uniqueSchema("bench")) : {};
+  const service = await TimerServiceProcess.start(brokerUrl, { ...storeEnv, ...env }, { waitReady: false, ...(command === undefined ? {} : { command }) });
   ctx.scope.defer(() => service.dispose());
   await service.waitUntilReady(120_000);
   return service;
+}
+
+function postgresEnv(schema: string): Record<string, string> {
+  return { TIMER_STORE: "postgres", TIMER_DATABASE_URL: TEST_DATABASE_URL, TIMER_DATABASE_SCHEMA: schema };
+}
+
+/**
+ * `instances` service processes on one store, sharing the durable consumer: with postgres one new
+ * schema for all of them (CONTRACT §6); with sqlite exactly one. Started one after the other (the
+ * first creates streams and consumer), each ready before the next starts.
+ */
+export async function startServices(
+  ctx: BenchContext,
+  brokerUrl: string,
+  label: string,
+  store: StoreKind,
+  instances: number,
+  env: Record<string, string> = {},
+): Promise<TimerServiceProcess[]> {
+  if (store === "sqlite" && instances !== 1) throw new Error("SQLite runs one instance per consumer (CONTRACT §6)");
+  const schema = store === "postgres" ? uniqueSchema("bench") : undefined;
+  const storeEnv = schema === undefined ? { TIMER_STORE: "sqlite" } : postgresEnv(schema);
+  const services: TimerServiceProcess[] = [];
+  // Registered first, so undone last: the schema is dropped once every instance has stopped.
+  if (schema !== undefined) ctx.scope.defer(() => dropSchema(schema));
+  for (let i = 0; i < instances; i++) {
+    const command = ctx.profileDir === undefined
+      ? undefined
+      : [process.execPath, "--cpu-prof", `--cpu-prof-dir=${resolve(ctx.profileDir, `${label}-${i}`)}`, "dist/main.js"];
+    const service = await TimerServiceProcess.start(brokerUrl, { ...storeEnv, ...env }, { waitReady: false, ...(command === undefined ? {} : { command }) });
+    // Not disposed: that would drop the shared schema under the other instances.
+    ctx.scope.defer(async () => {
+      await service.kill("SIGKILL").catch(() => undefined);
+      rmSync(service.dataDir, { recursive: true, force: true });
+    });
+    await service.waitUntilReady(120_000);
+    services.push(service);
+  }
+  return services;
 }
 
 /** SIGTERM (graceful: the CPU profile gets written), SIGKILL if it has not exited within `timeoutMs`. */
@@ -750,6 +802,7 @@ export async function withRowsInserted(
   service: TimerServiceProcess,
   options: Parameters<typeof populateScheduled>[1],
 ): Promise<{ populate: ReturnType<typeof populateScheduled> }> {
+  if (service.env.TIMER_STORE === "postgres") throw new Error("this scenario fills a SQLite file directly: it runs with --store sqlite only");
   await stopService(service);
   ctx.log(`inserting ${options.count} Scheduled rows into ${service.env.TIMER_DB_PATH}`);
   const populate = populateScheduled(service.env.TIMER_DB_PATH!, options);

@@ -105,7 +105,6 @@ async function fireCase(dir: string, pending: number, template: string | undefin
     const firedAtMs = Date.now();
     await store.recordFirings(
       due.map((t) => ({ ...t, next: { state: "Reached", dueAtMs: t.dueAtMs, occurrence: 1, reachedAtMs: firedAtMs, commandTs: t.commandTs, updatedAtMs: firedAtMs } })),
-      "bench",
     );
     markUs += (performance.now() - b) * 1000;
     findUs += (b - a) * 1000;

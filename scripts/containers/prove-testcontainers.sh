@@ -11,7 +11,8 @@
 #
 # Needs root (rootful podman, debootstrap) and a Debian 12 host whose apt can reach a Debian mirror.
 # Environment: WORK_DIR (default /var/tmp/timer-service-containers), DEBIAN_MIRROR (default: the
-# mirror of this machine's apt sources), PODMAN_SOCKET (default /run/podman/podman.sock).
+# mirror of this machine's apt sources), PODMAN_SOCKET (default /run/podman/podman.sock);
+# TIMER_TEST_CONTAINER_NETWORK=host runs the containers on the host network instead of published ports.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -40,7 +41,7 @@ for arg in "$@"; do
   case "$arg" in
     --build-only) BUILD_ONLY=1 ;;
     --rebuild) REBUILD=1 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) TESTS+=("$arg") ;;
   esac
 done

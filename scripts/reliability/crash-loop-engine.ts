@@ -3,6 +3,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { NatsServerProcess } from "../../test/support/nats-server.js";
 import { TimerServiceProcess } from "../../test/support/timer-service-process.js";
 import { EventStreamReader } from "../../test/support/event-stream-reader.js";
+import { TEST_DATABASE_URL, dropSchema, uniqueSchema } from "../../test/support/test-postgres.js";
 import { explainMissing, lastSequences } from "./crash-loop-diagnostics.js";
 
 /**
@@ -29,12 +30,18 @@ export interface CrashLoopOptions {
   readonly stallMs?: number;
   /** Extra environment of the service. */
   readonly serviceEnv?: Record<string, string>;
+  /** `postgres`: the instances share one new schema of TIMER_TEST_DATABASE_URL's database. Default sqlite. */
+  readonly store?: "sqlite" | "postgres";
+  /** Service processes sharing the consumer (postgres only; SQLite allows one). Each kill picks one at random. */
+  readonly instances?: number;
   readonly log?: (line: string) => void;
 }
 
 export interface CrashLoopReport {
   /** Commands acked by the commands stream (each one a timer that must fire). */
   readonly timers: number;
+  readonly store: "sqlite" | "postgres";
+  readonly instances: number;
   readonly kills: number;
   readonly brokerRestarts: number;
   /** Accepted timers without a DueTimeReached in the events stream at the end. */
@@ -43,6 +50,12 @@ export interface CrashLoopReport {
   readonly early: number;
   /** Envelope ids stored more than once in the events stream. */
   readonly duplicates: number;
+  /**
+   * DueTimeReached published again under an id already published (a kill between publish and mark,
+   * or an expired claim fired by another instance), dropped or not by the duplicate window. Seen by a
+   * core subscription, which misses what is published while it is disconnected: a lower bound.
+   */
+  readonly duplicatePublishes: number;
   readonly durationS: number;
   readonly seed: number;
   /** Events whose dueAt is not the one scheduled, or for timers never published. */
@@ -80,7 +93,13 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const random = seededRandom(options.seed);
   const startedAtMs = Date.now();
-  log(`crash-loop: seed ${options.seed}, ${options.timers} timers at ${options.rate}/s, ${options.kills} kills, ${options.brokerRestarts} broker restarts`);
+  const store = options.store ?? "sqlite";
+  const instances = options.instances ?? 1;
+  if (store === "sqlite" && instances !== 1) throw new Error("crash-loop: SQLite runs one instance per consumer (CONTRACT §6); use --store postgres");
+  log(
+    `crash-loop: seed ${options.seed}, ${options.timers} timers at ${options.rate}/s, ${options.kills} kills, ${options.brokerRestarts} broker restarts, ` +
+      `store ${store}, ${instances} instance(s)`,
+  );
 
   // The plan, drawn up front so that a seed always gives the same load and the same chaos.
   const dueOffsetMs = Float64Array.from({ length: options.timers }, () =>
@@ -91,15 +110,34 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
     .map((action) => ({ action, atShare: 0.05 + 0.9 * random(), downMs: 300 + Math.floor(random() * 1_500), delayMs: Math.floor(random() * 300) }))
     .sort((a, b) => a.atShare - b.atShare);
 
+  // Which instance each kill hits, drawn after the plan above so that a seed's plan does not change.
+  const victims = chaos.map(() => Math.floor(random() * instances));
+  const schema = store === "postgres" ? uniqueSchema("crash") : undefined;
+  const storeEnv: Record<string, string> =
+    schema === undefined
+      ? {}
+      : // A short claim TTL: timers a killed instance had claimed are fired by another within seconds.
+        { TIMER_STORE: "postgres", TIMER_DATABASE_URL: TEST_DATABASE_URL, TIMER_DATABASE_SCHEMA: schema, TIMER_CLAIM_TTL_MS: "5000" };
+
   const nats = await NatsServerProcess.start();
-  let service: TimerServiceProcess | undefined;
+  const services: TimerServiceProcess[] = [];
   let producer: NatsConnection | undefined;
   let reader: EventStreamReader | undefined;
   try {
-    service = await TimerServiceProcess.start(nats.url, { TIMER_POLLING_INTERVAL: "1000", TIMER_LOG_LEVEL: "warn", ...options.serviceEnv });
-    const running = service;
+    const serviceEnv = { TIMER_POLLING_INTERVAL: "1000", TIMER_LOG_LEVEL: "warn", ...storeEnv, ...options.serviceEnv };
+    // Started one after the other: each waits until ready, so the first creates the topology alone.
+    for (let i = 0; i < instances; i++) services.push(await TimerServiceProcess.start(nats.url, serviceEnv));
     producer = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100, waitOnFirstConnect: true });
     reader = await EventStreamReader.start(nats.url);
+    const publishedIds = new Map<string, number>();
+    let duePublishes = 0;
+    producer.subscribe(`timer.events.due.${TENANT}`, {
+      callback: (_error, message) => {
+        const msgId = message.headers?.get("Nats-Msg-Id") ?? "";
+        duePublishes++;
+        publishedIds.set(msgId, (publishedIds.get(msgId) ?? 0) + 1);
+      },
+    });
     const js = jetstream(producer, { timeout: PUBLISH_TIMEOUT_MS });
     const jsm = await jetstreamManager(producer, { timeout: 2_000 });
 
@@ -152,10 +190,11 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
     let kills = 0;
     let brokerRestarts = 0;
     const chaosDone = (async () => {
-      for (const step of chaos) {
+      for (const [stepIndex, step] of chaos.entries()) {
         while (acceptedCount < step.atShare * options.timers) await sleep(10);
         await sleep(step.delayMs);
         if (step.action === "kill") {
+          const running = services[victims[stepIndex]!]!;
           await running.kill("SIGKILL");
           kills++;
           await sleep(Math.floor(step.downMs / 5));
@@ -175,7 +214,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
     await Promise.all([load, chaosDone]);
     log(`crash-loop: load done: ${acceptedCount} accepted, ${publishRetries} publish retries (${((Date.now() - startedAtMs) / 1000).toFixed(1)} s)`);
 
-    await running.waitUntilReady(60_000);
+    for (const service of services) await service.waitUntilReady(60_000);
     const eventsReader = reader;
     // Accepted timers not fired yet; shrinks as events arrive.
     let missing: number[] = [];
@@ -192,7 +231,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
     }
     if (missing.length > 0) {
       log(`crash-loop: not fired: ${missing.slice(0, 20).map((i) => `t-${i}`).join(", ")}${missing.length > 20 ? ", …" : ""}`);
-      await explainMissing(TENANT, missing, commandSeq, running, jsm, log);
+      await explainMissing(TENANT, missing, commandSeq, services, jsm, log);
     }
     if (eventsReader.lostTail.length > 0) log(`crash-loop: the events stream lost its tail in a broker restart: ${JSON.stringify(eventsReader.lostTail)}`);
 
@@ -214,11 +253,14 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
     const quantile = (q: number): number => (lags.length === 0 ? 0 : lags[Math.min(lags.length - 1, Math.floor(q * lags.length))]!);
     return {
       timers: acceptedCount,
+      store,
+      instances,
       kills,
       brokerRestarts,
       lost: missing.length,
       early,
       duplicates: eventsReader.duplicates,
+      duplicatePublishes: duePublishes - publishedIds.size,
       durationS: Math.round((Date.now() - startedAtMs) / 100) / 10,
       seed: options.seed,
       unexpected,
@@ -230,7 +272,10 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   } finally {
     await reader?.close();
     await producer?.close().catch(() => undefined);
-    await service?.dispose();
+    // Every instance is stopped before any of them drops the shared schema.
+    for (const service of services) await service.kill("SIGKILL").catch(() => undefined);
+    for (const service of services) await service.dispose();
+    if (schema !== undefined) await dropSchema(schema).catch(() => undefined);
     await nats.dispose();
   }
 }

@@ -3,7 +3,9 @@ import { runCrashLoop } from "./crash-loop-engine.js";
 
 /**
  * The long crash loop: `npm run crash-loop -- --timers 1000000 --kills 20 --broker-restarts 5
- * [--seed N] [--rate N]`. Prints the seed first (stderr) and the report as one JSON line (stdout);
+ * [--seed N] [--rate N] [--store sqlite|postgres] [--instances N]`. With `--store postgres` the
+ * instances share one new schema of TIMER_TEST_DATABASE_URL (default the machine's Postgres) and
+ * each kill hits one of them at random. Prints the seed first (stderr) and the report as one JSON line (stdout);
  * exits 1 when a timer was lost or fired early.
  */
 const { values } = parseArgs({
@@ -14,6 +16,8 @@ const { values } = parseArgs({
     seed: { type: "string" },
     rate: { type: "string" },
     concurrency: { type: "string", default: "256" },
+    store: { type: "string", default: "sqlite" },
+    instances: { type: "string", default: "1" },
   },
 });
 
@@ -27,6 +31,16 @@ function count(name: string, text: string | undefined): number {
 }
 
 const timers = count("timers", values.timers);
+const store = values.store;
+if (store !== "sqlite" && store !== "postgres") {
+  process.stderr.write(`crash-loop: --store must be sqlite or postgres, got "${store}"\n`);
+  process.exit(2);
+}
+const instances = count("instances", values.instances);
+if (instances < 1 || (store === "sqlite" && instances !== 1)) {
+  process.stderr.write(`crash-loop: --instances must be 1 with sqlite (one instance per consumer) and at least 1 with postgres, got ${instances}\n`);
+  process.exit(2);
+}
 const report = await runCrashLoop({
   timers,
   kills: count("kills", values.kills),
@@ -35,6 +49,8 @@ const report = await runCrashLoop({
   // By default the load spreads over about a minute, at most 5000 commands a second.
   rate: values.rate === undefined ? Math.min(5_000, Math.max(200, Math.ceil(timers / 60))) : count("rate", values.rate),
   concurrency: count("concurrency", values.concurrency),
+  store,
+  instances,
 });
 process.stdout.write(`${JSON.stringify(report)}\n`);
 process.exit(report.lost === 0 && report.early === 0 ? 0 : 1);

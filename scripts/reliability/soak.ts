@@ -7,8 +7,10 @@ import { TimerClient } from "../../test/support/timer-client.js";
  * The soak: `npm run soak -- [--minutes 30] [--rate 200]`. Runs its own nats-server and the service
  * (default configuration) and schedules `rate` timers a second, each due 1–10 s ahead, for the
  * given time. Every 30 s it samples the service's RSS, heap, event-loop delay p99 and fire lag.
- * Prints one JSON line with the samples and the verdict: RSS and event-loop delay flat, every timer
- * fired once, none early. Exits 1 when a timer was lost or early.
+ * Prints one JSON line with the samples and the verdict: RSS and event-loop delay flat (the RSS and
+ * heap slopes over the last half of the run), every timer fired once, none early. Exits 1 when a
+ * timer was lost or early. The service inherits this process's environment (e.g.
+ * TIMER_DB_SYNCHRONOUS). The 95-minute run and its curve: docs/reliability.md.
  */
 const { values } = parseArgs({ options: { minutes: { type: "string", default: "30" }, rate: { type: "string", default: "200" } } });
 const minutes = Number(values.minutes);
@@ -122,6 +124,18 @@ const drainDeadline = Date.now() + 30_000;
 while (dueAt.size > 0 && Date.now() < drainDeadline) await new Promise((r) => setTimeout(r, 200));
 await sample();
 
+/** Least-squares slope of `value` over the samples, per minute: ~0 on a plateau. */
+function slopePerMinute(points: readonly Sample[], value: (s: Sample) => number): number {
+  if (points.length < 2) return 0;
+  const xs = points.map((p) => p.atS / 60);
+  const ys = points.map(value);
+  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
+  const num = xs.reduce((sum, x, i) => sum + (x - mx) * (ys[i]! - my), 0);
+  const den = xs.reduce((sum, x) => sum + (x - mx) ** 2, 0);
+  return den === 0 ? 0 : Math.round((num / den) * 1000) / 1000;
+}
+
 const first = samples[0]!;
 const last = samples.at(-1)!;
 const steady = samples.slice(Math.floor(samples.length / 3));
@@ -135,6 +149,11 @@ const report = {
   early,
   duplicates,
   rssMB: { first: first.rssMB, last: last.rssMB, max: Math.max(...samples.map((s) => s.rssMB)), steadyMin: Math.min(...steady.map((s) => s.rssMB)), steadyMax: Math.max(...steady.map((s) => s.rssMB)) },
+  // Growth per minute over the last half of the run: a plateau shows as ~0, a leak as a steady rise.
+  lastHalfSlopeMBPerMin: {
+    rss: slopePerMinute(samples.slice(Math.floor(samples.length / 2)), (s) => s.rssMB),
+    heapUsed: slopePerMinute(samples.slice(Math.floor(samples.length / 2)), (s) => s.heapUsedMB),
+  },
   eventLoopP99Ms: { first: first.eventLoopP99Ms, last: last.eventLoopP99Ms, max: Math.max(...samples.map((s) => s.eventLoopP99Ms)) },
   fireLagP99Ms: { max: Math.max(...samples.map((s) => s.fireLagP99Ms)) },
   lateOver100Ms,

@@ -131,6 +131,36 @@ describe.skipIf(unavailable !== undefined)("wall-clock jumps (libfaketime, wall 
   );
 
   it(
+    "when a timer due far ahead is scheduled just after a step back, then the wake loop still sleeps no longer than the polling interval (no stall after the step forward again)",
+    async () => {
+      // A 10 s polling interval and an anchor due 9 s ahead: the loop sleeps 9 s, its planned wake
+      // time reckoned by the wall clock before the step.
+      const pollingMs = 10_000;
+      const clock = withClock();
+      const harness = await start({ ...clock.env(), TIMER_POLLING_INTERVAL: String(pollingMs) });
+      const { client, service, reader } = harness;
+      const anchor: PlannedTimer = { serviceCallId: "anchor", dueAtMs: Date.now() + 9_000 };
+      await scheduleAll(client, [anchor]);
+      await waitUntilStored(client, service, 1);
+
+      clock.set(-HOUR_MS);
+      await new Promise((r) => setTimeout(r, FakeWallClock.SETTLE_MS));
+      // Due 20 min ahead by the service's clock, but before the sleep's planned end as reckoned
+      // before the step: a wake must not turn that into a 20-minute sleep.
+      const far: PlannedTimer = { serviceCallId: "far", dueAtMs: Date.now() - HOUR_MS + 20 * 60_000 };
+      await scheduleAll(client, [far]);
+      await waitUntilStored(client, service, 2);
+      clock.set(0);
+      const steppedForwardAt = Date.now();
+      // The anchor is due a few seconds from now again; the far timer is 40 min overdue.
+      await reader.waitForTimers(TENANT, [anchor.serviceCallId, far.serviceCallId], pollingMs + FakeWallClock.SETTLE_MS + 5_000);
+      console.info(`step back, far timer, step forward: both fired ${Date.now() - steppedForwardAt} ms after the step forward (polling interval ${pollingMs} ms)`);
+      expect(earlyByServiceClock(reader.events)).toEqual([]);
+    },
+    60_000,
+  );
+
+  it(
     "when the process is paused for 20 s (SIGSTOP, as a VM pause) and resumed, then what fell due meanwhile fires at once, oldest first, none early, nothing lost",
     async () => {
       const harness = await start();

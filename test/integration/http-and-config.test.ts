@@ -88,7 +88,8 @@ describe("HTTP, configuration and operation", () => {
     it("when the broker cannot be reached, then /healthz is 200 and /readyz is 503 (and the database folder was created)", async () => {
       const dir = mkdtempSync(join(tmpdir(), "timer-nested-"));
       const dbPath = join(dir, "not", "yet", "there", "timer.db");
-      const unreachable = await TimerServiceProcess.start(`nats://127.0.0.1:${await freePort()}`, { TIMER_DB_PATH: dbPath }, { waitReady: false });
+      // SQLite even with TEST_TIMER_STORE=postgres: the creation of the database folder is SQLite's.
+      const unreachable = await TimerServiceProcess.start(`nats://127.0.0.1:${await freePort()}`, { TIMER_STORE: "sqlite", TIMER_DB_PATH: dbPath }, { waitReady: false });
       try {
         await eventually(async () => expect((await fetch(`${unreachable.baseUrl}/healthz`)).status).toBe(200));
         const ready = await fetch(`${unreachable.baseUrl}/readyz`);

@@ -96,6 +96,16 @@ describe("docker-compose.yml", () => {
     expect(timerService).toMatch(/^    - timer-data:\/data(:rw)?$/m);
   });
 
+  it("when read as text, then nats runs deploy/nats/nats-server.conf, which fsyncs before every ack (sync_interval: always)", () => {
+    const text = readFileSync(join(repoRoot, "docker-compose.yml"), "utf8");
+    expect(text).toMatch(/command: \["nats-server", "-c", "\/etc\/nats\/nats-server\.conf"\]/);
+    expect(text).toMatch(/- \.\/deploy\/nats\/nats-server\.conf:\/etc\/nats\/nats-server\.conf:ro/);
+    const conf = readFileSync(join(repoRoot, "deploy/nats/nats-server.conf"), "utf8");
+    expect(conf).toMatch(/^\s*sync_interval: always\s*$/m);
+    expect(conf).toMatch(/^\s*store_dir: \/data\s*$/m);
+    expect(conf).toMatch(/^http_port: 8222$/m);
+  });
+
   it("when read as text, then it has no top-level name: (docker-compose 1.x rejects it)", () => {
     const text = readFileSync(join(repoRoot, "docker-compose.yml"), "utf8");
     expect(text).not.toMatch(/^name:/m);

@@ -96,14 +96,14 @@ function decodeAndCheck(raw: RawCommand): DecodedCommand {
   };
   const tokens = raw.subject.split(".");
   const subjectTenant = tokens.length === 4 && validTenant(tokens[3]) ? tokens[3] : undefined;
-  const kindType = tokens[2] === "schedule" ? "ScheduleTimer" : tokens[2] === "cancel" ? "CancelTimer" : "unknown";
+  const kindType = ({ schedule: "ScheduleTimer", cancel: "CancelTimer", cancelprefix: "CancelTimersByPrefix" } as Record<string, string>)[tokens[2] ?? ""] ?? "unknown";
   check(result.type === kindType, `type ${result.type}, expected ${kindType}`);
 
   if (result.ok) {
     acceptedCount++;
     const c = result.command;
     check(raw.body.byteLength <= 65_536, "accepted a body over 64 KiB");
-    check(raw.subject === `timer.commands.${c.kind}.${c.tenantId}`, "command does not match its subject");
+    check(raw.subject === `timer.commands.${c.kind.toLowerCase()}.${c.tenantId}`, "command does not match its subject");
     check(validTenant(c.tenantId), "invalid tenantId");
     const callId = c.kind === "cancelPrefix" ? c.serviceCallIdPrefix : c.serviceCallId;
     check(isText(callId, 1, 256) && !CONTROL.test(callId), "invalid serviceCallId");
@@ -169,7 +169,7 @@ const nearMissSubjectArb = fc
   .tuple(
     fc.constantFrom("timer", "timer", "Timer", "timers", ""),
     fc.constantFrom("commands", "commands", "events", "command", ""),
-    fc.constantFrom("schedule", "cancel", "foo", "Schedule", ""),
+    fc.constantFrom("schedule", "cancel", "cancelprefix", "foo", "Schedule", ""),
     fc.constantFrom("acme", "t-1", "Z9", "acme", "_unknown", "", "*", "other"),
   )
   .map((t) => t.join("."));

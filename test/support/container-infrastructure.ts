@@ -31,6 +31,12 @@ const CONTAINERFILES_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../
 const NEVER_PULL: ImagePullPolicy = { shouldPull: () => false };
 const NATS_PORT = 4222;
 const POSTGRES_PORT = 5432;
+/**
+ * `TIMER_TEST_CONTAINER_NETWORK=host`: containers share the host's network and listen on
+ * 127.0.0.1:<port> themselves, with no published port (no NAT, no proxy, no port reservation in
+ * between), like the local processes. Linux engines only. Default: published ports.
+ */
+const HOST_NETWORK = process.env.TIMER_TEST_CONTAINER_NETWORK === "host";
 
 /** A GenericContainer whose published ports listen on 127.0.0.1 only (testcontainers binds all interfaces). */
 class LoopbackContainer extends GenericContainer {
@@ -193,16 +199,17 @@ class ContainerNatsServer extends ContainerServer implements NatsServer {
   private async create(): Promise<StartedTestContainer> {
     await ensureImage(NATS_IMAGE, "nats.Containerfile");
     const { args, files, env } = containerArgs(this.extraArgs);
+    const [address, port] = HOST_NETWORK ? ["127.0.0.1", this.port] : ["0.0.0.0", NATS_PORT];
     let container = new LoopbackContainer(NATS_IMAGE)
       .withPullPolicy(NEVER_PULL)
       .withLabels({ [TEST_LABEL]: "nats" })
       .withEntrypoint(["/usr/sbin/nats-server"])
-      .withCommand([...(this.jetstream ? ["-js"] : []), "-a", "0.0.0.0", "-p", String(NATS_PORT), "-sd", "/data", ...args])
-      .withExposedPorts({ container: NATS_PORT, host: this.port })
+      .withCommand([...(this.jetstream ? ["-js"] : []), "-a", address, "-p", String(port), "-sd", "/data", ...args])
       .withBindMounts([{ source: this.storeDir, target: "/data", mode: "rw" }])
       .withEnvironment(env)
       .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
       .withStartupTimeout(30_000);
+    container = HOST_NETWORK ? container.withNetworkMode("host") : container.withExposedPorts({ container: NATS_PORT, host: this.port });
     if (files.length > 0) container = container.withCopyFilesToContainer(files);
     const user = hostUser();
     if (user !== undefined) container = container.withUser(user);
@@ -230,12 +237,15 @@ class ContainerPostgresServer extends ContainerServer implements PostgresServer 
 
   private async create(): Promise<StartedTestContainer> {
     await ensureImage(POSTGRES_IMAGE, "postgres.Containerfile");
-    return new LoopbackContainer(POSTGRES_IMAGE)
+    const container = new LoopbackContainer(POSTGRES_IMAGE)
       .withPullPolicy(NEVER_PULL)
       .withLabels({ [TEST_LABEL]: "postgres" })
-      .withExposedPorts({ container: POSTGRES_PORT, host: this.port })
       .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/))
-      .withStartupTimeout(60_000)
+      .withStartupTimeout(60_000);
+    if (!HOST_NETWORK) return container.withExposedPorts({ container: POSTGRES_PORT, host: this.port }).start();
+    return container
+      .withNetworkMode("host")
+      .withCommand(["-D", "/var/lib/postgresql/data", "-c", "listen_addresses=127.0.0.1", "-p", String(this.port)])
       .start();
   }
 }

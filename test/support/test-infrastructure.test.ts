@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,7 +5,7 @@ import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { infrastructurePath, startNats, startPostgres } from "./test-infrastructure.js";
+import { infrastructurePath, localPostgresAvailable, startNats, startPostgres } from "./test-infrastructure.js";
 
 // The provider's promises, on whichever path this run uses (local processes by default,
 // containers with TEST_CONTAINERS=1 or DOCKER_HOST): the same port and store across stop/restart,
@@ -73,10 +72,9 @@ describe(`NATS from the provider (${path})`, () => {
   });
 });
 
-// Locally this needs initdb/postgres (PATH or PG_BIN_DIR); a machine without them skips.
-const localPostgres = spawnSync(process.env.PG_BIN_DIR ? join(process.env.PG_BIN_DIR, "initdb") : "initdb", ["--version"]).status === 0;
-
-describe.skipIf(path === "local" && !localPostgres)(`Postgres from the provider (${path})`, () => {
+// Locally this needs the Postgres server programs (PG_BIN_DIR, PATH or /usr/lib/postgresql/<v>/bin);
+// a machine without them skips.
+describe.skipIf(path === "local" && !localPostgresAvailable())(`Postgres from the provider (${path})`, () => {
   it("serves database test as postgres and keeps its data across a hard stop and a restart", async () => {
     const postgres = await startPostgres();
     cleanups.push(() => postgres.dispose());

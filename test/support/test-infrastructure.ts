@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chownSync, mkdtempSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:net";
@@ -216,9 +216,19 @@ export class LocalPostgresServer implements PostgresServer {
   }
 }
 
+/** A Postgres program: from PG_BIN_DIR, else PATH, else Debian's newest /usr/lib/postgresql/<v>/bin. */
 function pgBin(name: string): string {
   const dir = process.env.PG_BIN_DIR;
-  return dir !== undefined && dir !== "" ? join(dir, name) : name;
+  if (dir !== undefined && dir !== "") return join(dir, name);
+  if (spawnSync("sh", ["-c", `command -v ${name}`]).status === 0) return name;
+  const versions = existsSync("/usr/lib/postgresql") ? readdirSync("/usr/lib/postgresql").filter((v) => /^\d+$/.test(v)) : [];
+  const newest = versions.sort((a, b) => Number(b) - Number(a))[0];
+  return newest === undefined ? name : join("/usr/lib/postgresql", newest, "bin", name);
+}
+
+/** Whether startPostgres() can work on the local path (initdb found). */
+export function localPostgresAvailable(): boolean {
+  return spawnSync(pgBin("initdb"), ["--version"]).status === 0;
 }
 
 /** The `postgres` user's ids when running as root (Postgres refuses root), else undefined. */

@@ -19,6 +19,7 @@ describe("loadConfig: defaults (CONTRACT §4)", () => {
     expect(config).toMatchObject({
       brokerUrls: ["nats://127.0.0.1:4222"],
       dbPath: "./data/timer.db",
+      dbSynchronous: "FULL",
       pollingIntervalMs: 5000,
       batchSize: 100,
       maxHorizonDays: 3650,

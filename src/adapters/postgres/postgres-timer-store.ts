@@ -36,11 +36,18 @@ export async function openPostgresTimerStore(options: PostgresTimerStoreOptions)
   });
   try {
     await migratePostgres(pool, options.schema, options.migrationsFolder);
+    await warmUp(pool, options.maxConnections ?? 5);
   } catch (error) {
     await pool.end();
     throw error;
   }
   return new PostgresTimerStore(pool);
+}
+
+/** Opens every connection of the pool now, so that the first commands and polls do not wait for one. */
+async function warmUp(pool: pg.Pool, connections: number): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: connections }, () => pool.connect()));
+  for (const client of clients) client.release();
 }
 
 /** Orders keys by code point, as `COLLATE "C"` does: the order in which rows get locked. */

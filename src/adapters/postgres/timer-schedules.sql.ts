@@ -108,13 +108,14 @@ export const CLAIM_DUE_AFTER = claimDue("AND (due_at, tenant_id, service_call_id
 /**
  * Records a batch of firings for owner $1: each firing ($2 tenants, $3 serviceCallIds, $4 dueAts and
  * $5 generations that were read) only while the timer is that version and no other owner holds a
- * live claim at the firing's update time ($11); it then becomes $6 state, $7 dueAt, $8 occurrence,
- * $9 reachedAt, $10 commandTs, and loses its claim.
+ * live claim at the firing's update time ($11), and — unless the firing cancels it — no prefix cancel
+ * recorded meanwhile covers it; it then becomes $6 state, $7 dueAt, $8 occurrence, $9 reachedAt,
+ * $10 commandTs (never lower than the stored one: a command may have moved it), and loses its claim.
  */
 export const RECORD_FIRINGS = `
   UPDATE timer_schedules t
   SET state = i.state, due_at = i.next_due_at, occurrence = i.occurrence,
-    reached_at = i.reached_at, command_ts = i.command_ts, updated_at = i.updated_at,
+    reached_at = i.reached_at, command_ts = GREATEST(t.command_ts, i.command_ts), updated_at = i.updated_at,
     claimed_by = NULL, claimed_until = NULL
   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::integer[], $6::text[], $7::bigint[], $8::integer[],
       $9::bigint[], $10::bigint[], $11::bigint[])
@@ -122,6 +123,10 @@ export const RECORD_FIRINGS = `
   WHERE t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id
     AND t.state = 'Scheduled' AND t.due_at = i.due_at AND t.generation = i.generation
     AND (t.claimed_by IS NULL OR t.claimed_by = $1 OR t.claimed_until <= i.updated_at)
+    AND (i.state = 'Cancelled' OR NOT EXISTS (
+      SELECT 1 FROM timer_prefix_cancels p
+      WHERE p.tenant_id = t.tenant_id AND p.service_call_id_prefix <= t.service_call_id
+        AND starts_with(t.service_call_id, p.service_call_id_prefix) AND p.command_ts >= i.command_ts))
   RETURNING t.tenant_id AS "tenantId", t.service_call_id AS "serviceCallId"`;
 
 /**

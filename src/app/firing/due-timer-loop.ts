@@ -59,7 +59,9 @@ export class DueTimerLoop {
       return;
     }
     if (dueAtMs >= this.wakeAtMs) return;
-    this.sleep(Math.max(0, dueAtMs - this.deps.clock.now()));
+    // Capped: after a wall-clock step back, wakeAtMs (reckoned before the step) can lie far ahead
+    // of a new due time that is itself far ahead; an uncapped sleep would then stall the loop.
+    this.sleep(Math.min(this.deps.pollingIntervalMs, Math.max(0, dueAtMs - this.deps.clock.now())));
   }
 
   private async run(): Promise<void> {
