@@ -75,7 +75,13 @@ describe("command rejection", () => {
 
   beforeAll(async () => {
     nats = await NatsServerProcess.start();
-    service = await TimerServiceProcess.start(nats.url, { TIMER_POLLING_INTERVAL: "200", TIMER_MAX_HORIZON_DAYS: String(HORIZON_DAYS) });
+    // Retention off: the limit cases include timestampMs 0, which retention's stale-command rule
+    // (CONTRACT §7) would otherwise ignore as older than the window.
+    service = await TimerServiceProcess.start(nats.url, {
+      TIMER_POLLING_INTERVAL: "200",
+      TIMER_MAX_HORIZON_DAYS: String(HORIZON_DAYS),
+      TIMER_RETENTION_HOURS: "0",
+    });
     client = await TimerClient.connect(nats.url);
   });
 
