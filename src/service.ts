@@ -19,6 +19,7 @@ import { JetStreamEventPublisher } from "./adapters/nats/jetstream-event-publish
 import { JetStreamAckTracker } from "./adapters/nats/jetstream-ack-tracker.js";
 import { NatsCommandConsumer } from "./adapters/nats/nats-command-consumer.js";
 import { JetStreamConsumerLease } from "./adapters/nats/jetstream-consumer-lease.js";
+import { watchStorageOutage } from "./storage-outage-log.js";
 
 /** How long a DueTimeReached or CommandRejected publish waits for the stream's ack. */
 const PUBLISH_ACK_TIMEOUT_MS = 5_000;
@@ -77,6 +78,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
         }, SHARED_PENDING_REFRESH_MS)
       : undefined;
   pendingRefresh?.unref();
+  const stopStorageWatch = watchStorageOutage(store, logger);
 
   let broker: NatsBroker | undefined;
   let consumer: NatsCommandConsumer | undefined;
@@ -105,6 +107,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     });
   } catch (error) {
     clearInterval(pendingRefresh);
+    stopStorageWatch();
     await http.close();
     await store.close();
     throw error;
@@ -187,6 +190,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     async stop() {
       clearInterval(brokerGauge);
       clearInterval(pendingRefresh);
+      stopStorageWatch();
       await commandConsumer.stop();
       await runningLoop.stop();
       await sweeper.stop();

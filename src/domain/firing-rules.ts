@@ -1,9 +1,14 @@
 import type { Timer, TimerKey, TimerState } from "./timer.js";
 import { latestDueOccurrence, nextOccurrence, type RecurrenceCalendar } from "./recurrence.js";
+import { firstPublish, type DeliveryPolicy } from "./delivery-rules.js";
 
 /** What firing needs of a due timer: its version, its series and lateness policy, its last command. */
 export type FiringTimer = TimerKey &
-  Pick<Timer, "generation" | "occurrence" | "repeat" | "maxLatenessMs" | "commandTs" | "reachedAtMs"> & { readonly dueAtMs: number };
+  Pick<Timer, "generation" | "occurrence" | "repeat" | "maxLatenessMs" | "commandTs" | "reachedAtMs"> & {
+    readonly dueAtMs: number;
+    /** `delivery` (CONTRACT §11): the published timer becomes `Fired`. Null or absent: not tracked. */
+    readonly delivery?: DeliveryPolicy | null;
+  };
 
 /**
  * What the timer becomes once its event is out (or once it is found cancelled): the columns the
@@ -16,6 +21,8 @@ export interface TimerAfterFiring {
   readonly reachedAtMs: number | null;
   readonly commandTs: number;
   readonly updatedAtMs: number;
+  /** For a timer that becomes `Fired` (CONTRACT §11): its first publish and completion time-out. */
+  readonly tracking?: { readonly attempt: number; readonly firedAtMs: number; readonly deadlineAtMs: number };
 }
 
 /**
@@ -57,6 +64,14 @@ export function decideFiring(timer: FiringTimer, nowMs: number, calendar: Recurr
   const lateMs = nowMs - latest.dueAtMs;
   const kind = maxLatenessMs !== null && lateMs > maxLatenessMs ? "missed" : "reached";
   const following = repeat === null ? null : nextOccurrence(repeat, latest, calendar);
+  if (kind === "reached" && following === null && timer.delivery) {
+    // A tracked timer waits for its consumer's report (CONTRACT §11).
+    const next: TimerAfterFiring = {
+      state: "Fired", dueAtMs: latest.dueAtMs, occurrence: latest.occurrence, reachedAtMs: nowMs, commandTs: timer.commandTs, updatedAtMs: nowMs,
+      tracking: firstPublish(timer.delivery, nowMs),
+    };
+    return { kind, dueAtMs: latest.dueAtMs, occurrence: repeat === null ? null : latest.occurrence, missedOccurrences: skipped, lateMs, next };
+  }
   const next: TimerAfterFiring =
     following === null
       ? // The last occurrence: the timer ends as its last event says.

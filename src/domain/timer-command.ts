@@ -1,4 +1,5 @@
 import type { Recurrence } from "./recurrence.js";
+import type { DeliveryPolicy } from "./delivery-rules.js";
 
 /** A validated request to create or move a timer. */
 export interface ScheduleTimerCommand {
@@ -16,6 +17,10 @@ export interface ScheduleTimerCommand {
   readonly repeat?: Recurrence | null;
   /** `maxLatenessMs` (CONTRACT §10); null (or absent) when any lateness is fine. */
   readonly maxLatenessMs?: number | null;
+  /** `delivery` (CONTRACT §11); null (or absent): not tracked after firing. Never with `repeat`. */
+  readonly delivery?: DeliveryPolicy | null;
+  readonly createdBy?: string | null;
+  readonly createdVia?: string | null;
 }
 
 /** A validated request to stop a timer from firing. */
@@ -39,7 +44,31 @@ export interface CancelTimersByPrefixCommand {
   readonly timestampMs: number;
 }
 
+/** The consumer's report that the work of a fired timer is done (CONTRACT §11 `TimerCompleted`). */
+export interface TimerCompletedCommand {
+  readonly kind: "complete";
+  readonly tenantId: string;
+  readonly serviceCallId: string;
+  /** At most 1024 code points; null when the report had none. */
+  readonly result: string | null;
+  readonly correlationId: string | null;
+  readonly timestampMs: number;
+}
+
+/** The consumer's report that the work of a fired timer failed (CONTRACT §11 `TimerFailed`). */
+export interface TimerFailedCommand {
+  readonly kind: "fail";
+  readonly tenantId: string;
+  readonly serviceCallId: string;
+  readonly reason: string;
+  readonly correlationId: string | null;
+  readonly timestampMs: number;
+}
+
+/** A consumer's report about a fired timer. */
+export type ReportCommand = TimerCompletedCommand | TimerFailedCommand;
+
 /** A command about one timer key. */
-export type KeyCommand = ScheduleTimerCommand | CancelTimerCommand;
+export type KeyCommand = ScheduleTimerCommand | CancelTimerCommand | ReportCommand;
 
 export type TimerCommand = KeyCommand | CancelTimersByPrefixCommand;

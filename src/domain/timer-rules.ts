@@ -1,5 +1,6 @@
 import { isFinal, type Timer } from "./timer.js";
 import { sameRecurrence } from "./recurrence.js";
+import { decideReport, type DeliveryPolicy } from "./delivery-rules.js";
 import type { CancelTimerCommand, CancelTimersByPrefixCommand, KeyCommand, ScheduleTimerCommand, TimerCommand } from "./timer-command.js";
 
 /**
@@ -51,6 +52,7 @@ function applyPrefixCancel(current: Timer | undefined, prefixCancelTs: number | 
 }
 
 function decideKeyCommand(current: Timer | undefined, command: KeyCommand, nowMs: number): CommandDecision {
+  if (command.kind === "complete" || command.kind === "fail") return decideReport(current, command, nowMs);
   return command.kind === "schedule" ? decideSchedule(current, command, nowMs) : decideCancel(current, command, nowMs);
 }
 
@@ -63,7 +65,7 @@ function isStale(current: Timer, command: KeyCommand): boolean {
   return command.timestampMs < current.commandTs;
 }
 
-function newTimer(command: KeyCommand, state: Timer["state"], nowMs: number): Timer {
+function newTimer(command: ScheduleTimerCommand | CancelTimerCommand, state: Timer["state"], nowMs: number): Timer {
   const { tenantId, serviceCallId, timestampMs } = command;
   const schedule = command.kind === "schedule" ? command : undefined;
   return {
@@ -81,7 +83,16 @@ function newTimer(command: KeyCommand, state: Timer["state"], nowMs: number): Ti
     repeat: schedule?.repeat ?? null,
     occurrence: 1,
     maxLatenessMs: schedule?.maxLatenessMs ?? null,
+    delivery: schedule?.delivery ?? null,
+    createdBy: schedule?.createdBy ?? null,
+    createdVia: schedule?.createdVia ?? null,
+    attempt: 0,
   };
+}
+
+function sameDelivery(a: DeliveryPolicy | null | undefined, b: DeliveryPolicy | null | undefined): boolean {
+  if (!a || !b) return !a && !b;
+  return a.maxRetries === b.maxRetries && a.backoffMs === b.backoffMs && a.completionTimeoutMs === b.completionTimeoutMs;
 }
 
 /** The command would fire the same thing as the timer: same due time (or series), data, correlationId, repeat. */
@@ -105,10 +116,14 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
     return { outcome: "ignored", previous: current };
   }
   const maxLatenessMs = command.maxLatenessMs ?? null;
+  const delivery = command.delivery ?? null;
+  // The audit members name who created the timer: a later command fills them only when unset.
+  const createdBy = current.createdBy ?? command.createdBy ?? null;
+  const createdVia = current.createdVia ?? command.createdVia ?? null;
   if (firesTheSame(current, command)) {
-    if (current.maxLatenessMs === maxLatenessMs) return bumpCommandTs(current, command.timestampMs, nowMs);
-    // Only the lateness policy changed: stored, but the same version fires (no new generation).
-    return { outcome: "accepted", previous: current, next: { ...current, maxLatenessMs, commandTs: command.timestampMs, updatedAtMs: nowMs } };
+    if (current.maxLatenessMs === maxLatenessMs && sameDelivery(current.delivery, delivery)) return bumpCommandTs(current, command.timestampMs, nowMs);
+    // Only the lateness or delivery policy changed: stored, but the same version fires (no new generation).
+    return { outcome: "accepted", previous: current, next: { ...current, maxLatenessMs, delivery, createdBy, createdVia, commandTs: command.timestampMs, updatedAtMs: nowMs } };
   }
   return {
     outcome: "accepted",
@@ -127,6 +142,9 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
       repeat: command.repeat ?? null,
       occurrence: 1,
       maxLatenessMs,
+      delivery,
+      createdBy,
+      createdVia,
     },
   };
 }

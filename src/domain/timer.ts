@@ -1,12 +1,17 @@
 import type { Recurrence } from "./recurrence.js";
+import type { DeliveryPolicy } from "./delivery-rules.js";
 
 /**
- * The lifecycle of a timer (CONTRACT §3, §10). `Reached` and `Missed` are final; a `Cancelled` timer
- * is final unless a newer `ScheduleTimer` re-arms it.
+ * The lifecycle of a timer (CONTRACT §3, §10, §11). `Reached` and `Missed` are final; a `Cancelled`
+ * timer is final unless a newer `ScheduleTimer` re-arms it. A timer with `delivery` becomes `Fired`
+ * when its event is out and ends `Completed`, `Failed` or `TimedOut` by the consumer's reports.
  */
-export type TimerState = "Scheduled" | "Reached" | "Cancelled" | "Missed";
+export type TimerState = "Scheduled" | "Reached" | "Cancelled" | "Missed" | "Fired" | "Completed" | "Failed" | "TimedOut";
 
-/** States no command changes any more (CONTRACT §3.4). */
+/**
+ * States no `ScheduleTimer` or `CancelTimer` changes any more (CONTRACT §3.4). `Fired` is one of
+ * them: its event is out; only the consumer's reports move it on (§11).
+ */
 export function isFinal(state: TimerState): boolean {
   return state !== "Scheduled" && state !== "Cancelled";
 }
@@ -50,6 +55,24 @@ export interface Timer extends TimerKey {
   readonly repeat: Recurrence | null;
   readonly occurrence: number;
   readonly maxLatenessMs: number | null;
+  /** `delivery` (CONTRACT §11); null or absent: not tracked after firing. */
+  readonly delivery?: DeliveryPolicy | null;
+  readonly createdBy?: string | null;
+  readonly createdVia?: string | null;
+  /** Publishes of the event so far (§11 `attempt`); 0 or absent before the first. */
+  readonly attempt?: number;
+  /** The first publish of a tracked timer. */
+  readonly firedAtMs?: number | null;
+  readonly completedAtMs?: number | null;
+  /** `TimerCompleted`'s result. */
+  readonly result?: string | null;
+  /** The last failure's reason (`timeout` for a completion time-out). */
+  readonly lastReason?: string | null;
+  /**
+   * For a `Fired` timer, when it must be looked at again: the completion time-out of the publish
+   * in hand, or, while `reachedAtMs` is null (no publish in hand, a failure was counted), its retry.
+   */
+  readonly deadlineAtMs?: number | null;
 }
 
 /** A timer that is due to fire: `Scheduled` always has a due time. */

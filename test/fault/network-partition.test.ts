@@ -220,7 +220,7 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
     NETEM_MS + 120_000,
   );
 
-  it.each([
+  it.for([
     { cut: "the broker, then Postgres 1.5 s later", brokerFirst: true },
     { cut: "Postgres only", brokerFirst: false },
   ])(
