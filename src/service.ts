@@ -9,6 +9,8 @@ import { CommandDecoder } from "./app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "./app/commands/timer-command-processor.js";
 import { DueTimerWorker } from "./app/firing/due-timer-worker.js";
 import { DueTimerLoop } from "./app/firing/due-timer-loop.js";
+import { DeliveryDeadlineWorker } from "./app/firing/delivery-deadline-worker.js";
+import { DeliveryDeadlineLoop } from "./app/firing/delivery-deadline-loop.js";
 import { PrefixCancelSweeper } from "./app/commands/prefix-cancel-sweeper.js";
 import { CronerCalendar } from "./adapters/cron/croner-calendar.js";
 import { PrometheusTimerMetrics } from "./adapters/metrics/prometheus-timer-metrics.js";
@@ -124,6 +126,14 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     clock,
   });
   const calendar = new CronerCalendar();
+  // Completion tracking (CONTRACT §11): retries and completion time-outs of Fired timers.
+  const deadlineLoop = new DeliveryDeadlineLoop({
+    worker: new DeliveryDeadlineWorker({ store, publisher, clock, metrics, logger, batchSize: config.batchSize, owner, claimTtlMs: config.storage.claimTtlMs }),
+    store,
+    clock,
+    logger,
+    pollingIntervalMs: config.pollingIntervalMs,
+  });
   const worker = new DueTimerWorker({
     store,
     publisher,
@@ -134,6 +144,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     owner,
     claimTtlMs: config.storage.claimTtlMs,
     calendar,
+    onTracked: (deadlineAtMs) => deadlineLoop.wake(deadlineAtMs),
   });
   // Prefix cancels are applied in the background, 1,000 timers per transaction (CONTRACT §10).
   const sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger, batchSize: 1_000, idleCheckMs: 5_000 });
@@ -148,6 +159,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     logger,
     onScheduled: (dueAtMs) => runningLoop.wake(dueAtMs),
     onPrefixCancelled: () => sweeper.wake(),
+    onDeadline: (deadlineAtMs) => deadlineLoop.wake(deadlineAtMs),
     retentionMs: config.storage.retentionMs,
   });
   const commandConsumer = new NatsCommandConsumer(connectedBroker.js, processor, {
@@ -160,6 +172,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   const startWork = async (): Promise<void> => {
     // Overdue timers start firing before the command consumer is up: a restart drains its backlog first.
     runningLoop.start();
+    deadlineLoop.start();
     sweeper.start();
     await queryFeatures.start(connectedBroker.connection).catch((error: unknown) => logger.error({ err: error }, "starting queries and retention failed"));
     await commandConsumer.start();
@@ -180,7 +193,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       logger,
       onAcquired: () => void startWork(),
       // Another database took the consumer while this one was cut off: never work on both.
-      onLost: () => void Promise.all([commandConsumer.stop(), runningLoop.stop(), sweeper.stop(), queryFeatures.stop()]),
+      onLost: () => void Promise.all([commandConsumer.stop(), runningLoop.stop(), deadlineLoop.stop(), sweeper.stop(), queryFeatures.stop()]),
     });
     lease.start();
   }
@@ -193,6 +206,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       stopStorageWatch();
       await commandConsumer.stop();
       await runningLoop.stop();
+      await deadlineLoop.stop();
       await sweeper.stop();
       await queryFeatures.stop();
       await lease?.stop();

@@ -12,6 +12,8 @@ export interface DueTimeReached {
   readonly occurrence?: number | null;
   /** After downtime: how many earlier occurrences this one stands for (CONTRACT §10); 0 or absent: none. */
   readonly missedOccurrences?: number;
+  /** A tracked timer's publish (CONTRACT §11): 1, 2, …; absent for an untracked timer. */
+  readonly attempt?: number;
 }
 
 /**

@@ -1,4 +1,6 @@
-export type CommandType = "ScheduleTimer" | "CancelTimer" | "CancelTimersByPrefix" | "unknown";
+export type CommandType = "ScheduleTimer" | "CancelTimer" | "CancelTimersByPrefix" | "TimerCompleted" | "TimerFailed" | "unknown";
+/** Outcomes of tracked deliveries (CONTRACT §11 `timer_deliveries_total{outcome}`). */
+export type DeliveryOutcome = "completed" | "retried" | "failed" | "timed_out";
 export type CommandOutcome = "accepted" | "ignored" | "rejected";
 
 /** What the application reports for observability (CONTRACT §5). */
@@ -10,6 +12,10 @@ export interface TimerMetrics {
   timersMissed(count: number): void;
   publishFailed(count: number): void;
   pollCompleted(durationSeconds: number, endedAtMs: number): void;
+  /** Tracked deliveries that ended or were retried (CONTRACT §11). */
+  deliveriesCounted(outcome: DeliveryOutcome, count: number): void;
+  /** Completed deliveries: completedAt − firedAt of each, in seconds. */
+  deliveriesCompleted(durationSeconds: readonly number[]): void;
   /** Sets the number of `Scheduled` timers. */
   setPending(count: number): void;
   /** Moves the number of `Scheduled` timers by `delta`. */

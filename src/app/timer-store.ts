@@ -2,6 +2,7 @@ import type { Timer, ScheduledTimer, TimerKey } from "../domain/timer.js";
 import type { TimerCommand } from "../domain/timer-command.js";
 import type { CommandDecision, DecideContext } from "../domain/timer-rules.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
+import type { DeadlineTimer, TimerAfterDeadline } from "../domain/delivery-rules.js";
 import type { PrefixCancel } from "../domain/prefix-cancel.js";
 
 /**
@@ -18,7 +19,7 @@ export type DecideCommand = (current: Timer | undefined, command: TimerCommand, 
  */
 export type DueTimer = Pick<
   ScheduledTimer,
-  "tenantId" | "serviceCallId" | "dueAtMs" | "generation" | "data" | "correlationId" | "occurrence" | "repeat" | "maxLatenessMs" | "commandTs" | "reachedAtMs"
+  "tenantId" | "serviceCallId" | "dueAtMs" | "generation" | "data" | "correlationId" | "occurrence" | "repeat" | "maxLatenessMs" | "commandTs" | "reachedAtMs" | "delivery"
 > & { readonly prefixCancelTs: number | null };
 
 /**
@@ -55,6 +56,25 @@ export interface DueClaim {
   readonly owner: string;
   /** Until when the claim holds; after it another instance may take the timer (the owner died or stalled). */
   readonly leaseUntilMs: number;
+}
+
+/** A request to claim `Fired` timers whose deadline passed (CONTRACT §11), like a `DueClaim`. */
+export interface DeadlineClaim {
+  /** Passed means `deadlineAtMs <= nowMs`. */
+  readonly nowMs: number;
+  readonly limit: number;
+  readonly owner: string;
+  readonly leaseUntilMs: number;
+}
+
+/**
+ * What a passed deadline made of a `Fired` timer: the attempt and deadline that were read (the
+ * guard: a report that landed meanwhile wins) and the columns to write.
+ */
+export interface DeadlineRecord extends TimerKey {
+  readonly attempt: number;
+  readonly deadlineAtMs: number;
+  readonly next: TimerAfterDeadline;
 }
 
 /**
@@ -96,6 +116,22 @@ export interface TimerStore {
    * (a command may have moved it meanwhile). Returns the keys that were recorded.
    */
   recordFirings(firings: readonly Firing[], owner: string): Promise<TimerKey[]>;
+
+  /**
+   * Claims up to `limit` `Fired` timers with `deadlineAtMs <= nowMs` on which no other owner holds a
+   * live claim, oldest deadline first, through the deadline index (no scan), and returns them.
+   */
+  claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]>;
+
+  /**
+   * Stores what passed deadlines made of their timers, in one transaction, each only if the timer is
+   * still `Fired` with the attempt and deadline that were read and no other owner holds a live claim
+   * on it; the claim is given up. Returns the keys that were recorded.
+   */
+  recordDeadlines(records: readonly DeadlineRecord[], owner: string): Promise<TimerKey[]>;
+
+  /** The earliest deadline of a `Fired` timer, or null when none. */
+  nextDeadlineAt(): Promise<number | null>;
 
   /**
    * Gives up `owner`'s claims (all of them, or only those on `timers`) so that the timers can be

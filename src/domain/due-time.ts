@@ -64,6 +64,8 @@ export function formatInstant(epochMs: number): string {
  * firing, so the event stream's duplicate window drops a republish after a crash, while a
  * reschedule that keeps dueAt but changes the timer is a new message.
  */
-export function dueEventId(tenantId: string, serviceCallId: string, dueAtMs: number, generation: number): string {
-  return `${tenantId}:${serviceCallId}:${dueAtMs}:${generation}`;
+export function dueEventId(tenantId: string, serviceCallId: string, dueAtMs: number, generation: number, attempt?: number): string {
+  // A retry of a tracked timer (CONTRACT §11) is its own message; attempt 1 keeps the §2 id.
+  const base = `${tenantId}:${serviceCallId}:${dueAtMs}:${generation}`;
+  return attempt === undefined || attempt <= 1 ? base : `${base}:${attempt}`;
 }

@@ -123,6 +123,13 @@ function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** `timer_last_poll_timestamp_seconds` of a service in a namespace (0 when unanswered). */
+async function lastPollSeconds(ns: ServiceNamespace, service: TimerServiceProcess): Promise<number> {
+  const { body } = await ns.httpGet(`http://127.0.0.1:${service.httpPort}/metrics`);
+  const line = body.split("\n").find((l) => l.startsWith("timer_last_poll_timestamp_seconds "));
+  return line === undefined ? 0 : Number(line.split(" ")[1]);
+}
+
 /** Timers still Scheduled whose live claim belongs to the instance with process id `pid`. */
 async function claimsHeldBy(schema: string, pid: number): Promise<string[]> {
   const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
@@ -220,11 +227,12 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
     NETEM_MS + 120_000,
   );
 
-  it.for([
+  it.for<{ cut: string; brokerFirst: boolean }>([
     { cut: "the broker, then Postgres 1.5 s later", brokerFirst: true },
     { cut: "Postgres only", brokerFirst: false },
   ])(
     "when one of two Postgres instances loses $cut, then its claims expire and the other instance fires every timer",
+    { timeout: 150_000 },
     async ({ brokerFirst }, { skip }) => {
       const postgres = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 2_000 });
       const reachable = await postgres.connect().then(
@@ -271,18 +279,25 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
       // Everything due up to the end of the cut must fire meanwhile, by the other instance.
       await until(() => Date.now() >= t0 + 25_000 + 3_000 + 2_000, 40_000, "the cut outlasts the due times and the claim TTL");
       const missingDuringCut = timers.filter((t) => !reader.hasFired(TENANT, t.serviceCallId));
+      const lastPollAtHealS = await lastPollSeconds(ns, cut);
       const healedAt = Date.now();
       ns.undropPort(databasePort);
       if (brokerFirst) ns.undropPort(nats.port);
       const samples = await probe.stop();
       await reader.waitForTimers(TENANT, timers.map((t) => t.serviceCallId), 60_000);
+      // The cut instance polls again by itself (TCP retransmits reach Postgres once the link is back).
+      let lastPollS = 0;
+      await until(async () => (lastPollS = await lastPollSeconds(ns, cut)) * 1000 > healedAt, 90_000, "the cut instance polls again after the heal");
+      const pollingAgainAfterMs = Date.now() - healedAt;
       const dueInCut = timers.filter((t) => t.dueAtMs > cutAt);
       const lag = lags(reader, dueInCut);
       const stalled = cut.logs().filter((line) => line.level === 50 || line.level === 40).map((line) => String(line.msg));
       console.info(
         `Postgres partition (${brokerFirst ? "broker, then Postgres" : "Postgres only"}) of one instance for ${Math.round((healedAt - cutAt) / 1000)} s (claim TTL 3 s): it held ${held.length} live claims when cut; ${timers.length - missingDuringCut.length}/${timers.length} fired before the heal; ` +
           `timers due during the cut fired p50 ${Math.round(percentile(lag, 50))} ms / max ${Math.round(Math.max(...lag))} ms late; duplicates ${reader.duplicates}; ` +
-          `cut instance /readyz during the cut: ${samples.filter(([, s]) => s === 503).length}/${samples.length} probes 503; its warnings: ${[...new Set(stalled)].slice(0, 5).join(" | ")}`,
+          `cut instance /readyz during the cut: ${samples.filter(([, s]) => s === 503).length}/${samples.length} probes 503; ` +
+          `its last poll was ${Math.round((healedAt - lastPollAtHealS * 1000) / 1000)} s old at the heal (alert TimerPollStalled: > 30 s), it polled again ${pollingAgainAfterMs} ms after the heal (last poll ${new Date(lastPollS * 1000).toISOString()}); ` +
+          `its warnings: ${[...new Set(stalled)].slice(0, 5).join(" | ")}`,
       );
       expect(missingDuringCut.map((t) => t.serviceCallId)).toEqual([]);
       // Its claims expired and the other instance fired those timers (before the heal, checked above).
@@ -290,6 +305,5 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
       expect(earlyEvents(reader.events)).toEqual([]);
       expect(mismatchedEvents(reader.events, timers)).toEqual([]);
     },
-    150_000,
   );
 });

@@ -10,14 +10,18 @@
  * All instances and nats-server share this machine's cores with the bench and Postgres, so more
  * instances cannot add CPU here: the figures show the cost of coordination, not a speed-up.
  */
+import { readFileSync, readdirSync } from "node:fs";
 import {
   BenchClient,
+  CpuMeter,
   COMMANDS_CONSUMER,
   COMMANDS_STREAM,
   DueEventCollector,
   Scope,
   callId,
+  cpuSecondsOf,
   loadAverage,
+  natsPid,
   prng,
   publishAll,
   round,
@@ -56,7 +60,7 @@ export async function instances(ctx: BenchContext): Promise<Record<string, unkno
     const name = `${deployment.store}x${deployment.instances}`;
     ctx.log(`── ${name} ──`);
     const ingest = await inDeployment(ctx, deployment, "ingest", (running) => measureIngest(ctx, running));
-    const burst = await inDeployment(ctx, deployment, "burst", (running) => measureBurst(ctx, running, ingest.commandsPerSec));
+    const burst = await inDeployment(ctx, deployment, "burst", (running) => measureBurst(ctx, running, ingest.commandsPerSec as number));
     const lag = await inDeployment(ctx, deployment, "lag", (running) => measureLag(ctx, running));
     results[name] = { ...deployment, ingest, burst, lag, loadAverageAfter: loadAverage() };
   }
@@ -65,6 +69,8 @@ export async function instances(ctx: BenchContext): Promise<Record<string, unkno
 
 interface Running {
   readonly client: BenchClient;
+  /** The services' pids (service0, service1, …) and nats-server's, for CPU per item. */
+  readonly pids: Readonly<Record<string, number | undefined>>;
 }
 
 /** A fresh nats-server and the deployment's services for one measurement, torn down after it. */
@@ -73,19 +79,21 @@ async function inDeployment<T>(ctx: BenchContext, deployment: Deployment, phase:
   const sub: BenchContext = { ...ctx, scope };
   try {
     const nats = await startNats(sub);
-    await startServices(sub, nats.url, `${deployment.store}x${deployment.instances}-${phase}`, deployment.store, deployment.instances, { TIMER_LOG_LEVEL: "warn" });
+    const services = await startServices(sub, nats.url, `${deployment.store}x${deployment.instances}-${phase}`, deployment.store, deployment.instances, { TIMER_LOG_LEVEL: "warn" });
     const client = await BenchClient.connect(sub, nats.url);
-    return await body({ client });
+    const pids = { ...Object.fromEntries(services.map((service, i) => [`service${i}`, service.pid])), nats: natsPid(nats) };
+    return await body({ client, pids });
   } finally {
     await scope.close();
   }
 }
 
-async function measureIngest(ctx: BenchContext, { client }: Running): Promise<Record<string, number>> {
+async function measureIngest(ctx: BenchContext, { client, pids }: Running): Promise<Record<string, unknown>> {
   const n = scaled(ctx, 100_000);
   const random = prng(0x9);
   const base = Date.now() + INGEST_DUE_AHEAD_MS;
   const messages = Array.from({ length: n }, (_, i) => scheduleMessage("bench-ingest", callId("i", i), base + Math.floor(random() * 86_400_000)));
+  const cpu = new Cost(pids);
   let published = false;
   const publishing = publishAll(client.nc, messages, { inFlight: IN_FLIGHT, timeoutMs: 600_000, label: "ingest" }).then((r) => ((published = true), r));
   const [drained, sent] = await Promise.all([
@@ -94,10 +102,10 @@ async function measureIngest(ctx: BenchContext, { client }: Running): Promise<Re
   ]);
   const seconds = (drained.perfMs - sent.firstPerfMs) / 1000;
   ctx.log(`ingest: ${n} commands in ${seconds.toFixed(2)} s`);
-  return { commands: n, seconds: round(seconds, 2), commandsPerSec: Math.round(n / seconds) };
+  return { commands: n, seconds: round(seconds, 2), commandsPerSec: Math.round(n / seconds), cpu: cpu.read(n) };
 }
 
-async function measureBurst(ctx: BenchContext, { client }: Running, ingestPerSec: number | undefined): Promise<Record<string, unknown>> {
+async function measureBurst(ctx: BenchContext, { client, pids }: Running, ingestPerSec: number | undefined): Promise<Record<string, unknown>> {
   const n = scaled(ctx, 100_000);
   const tenant = "bench-burst";
   const events = new DueEventCollector(ctx, client.nc, `timer.events.due.${tenant}`);
@@ -113,8 +121,10 @@ async function measureBurst(ctx: BenchContext, { client }: Running, ingestPerSec
   ]);
   const storedBeforeDueMs = dueAtMs - stored.atMs;
   const valid = storedBeforeDueMs >= 500 && events.count === 0;
-  await sleep(dueAtMs - Date.now());
+  await sleep(dueAtMs - Date.now() - 50);
+  const cpu = new Cost(pids);
   await events.waitFor(n, 300_000, "burst");
+  const cost = cpu.read(n);
   const seconds = (events.lastAtMs! - dueAtMs) / 1000;
   ctx.log(`burst: last of ${n} events ${seconds.toFixed(2)} s after the due instant${valid ? "" : " (ingest not finished 0.5 s before: invalid)"}`);
   return {
@@ -125,6 +135,7 @@ async function measureBurst(ctx: BenchContext, { client }: Running, ingestPerSec
     storedBeforeDueS: round(storedBeforeDueMs / 1000, 1),
     /** Published twice under one id (a claim taken over): dropped by the stream, counted here. */
     duplicatesReceived: events.duplicates,
+    cpu: cost,
   };
 }
 
@@ -183,4 +194,51 @@ function compare(results: Record<string, unknown>): Record<string, unknown> {
     burstRateVsOnePostgres: { x2: ratio(burstRate("postgresx2"), burstRate("postgresx1")), x3: ratio(burstRate("postgresx3"), burstRate("postgresx1")) },
     onePostgresVsSqlite: { ingest: ratio(ingest("postgresx1"), ingest("sqlitex1")), burstRate: ratio(burstRate("postgresx1"), burstRate("sqlitex1")) },
   };
+}
+
+/**
+ * CPU per item of the measured window: every service instance summed (`servicesUsPerItem`),
+ * nats-server, the bench, and the `postgres` processes alive through the window (`postgresUsPerItem`:
+ * the database's own cost per item, meaningful only when nothing else uses that Postgres).
+ */
+class Cost {
+  private readonly meter: CpuMeter;
+  private readonly postgresBefore = postgresCpuSeconds();
+
+  constructor(private readonly pids: Readonly<Record<string, number | undefined>>) {
+    this.meter = new CpuMeter(pids);
+  }
+
+  read(items: number): Record<string, number> {
+    const figures = this.meter.read(items);
+    const services = Object.keys(this.pids).filter((name) => name.startsWith("service"));
+    const servicesUs = services.reduce((sum, name) => sum + (figures[`${name}UsPerItem`] ?? 0), 0);
+    const postgresNow = postgresCpuSeconds();
+    // Per process, over the processes alive at both readings (other sessions' backends come and go).
+    let postgresS = 0;
+    for (const [pid, before] of this.postgresBefore) postgresS += Math.max(0, (postgresNow.get(pid) ?? before) - before);
+    return {
+      wallS: figures.wallS!,
+      servicesUsPerItem: round(servicesUs, 1),
+      ...(figures.natsUsPerItem === undefined ? {} : { natsUsPerItem: figures.natsUsPerItem }),
+      ...(figures.benchUsPerItem === undefined ? {} : { benchUsPerItem: figures.benchUsPerItem }),
+      postgresUsPerItem: round((postgresS * 1e6) / items, 1),
+    };
+  }
+}
+
+/** CPU seconds of each process named `postgres` (server and backends) now, by pid. */
+function postgresCpuSeconds(): Map<number, number> {
+  const seconds = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() !== "postgres") continue;
+      const cpu = cpuSecondsOf(Number(entry));
+      if (cpu !== undefined) seconds.set(Number(entry), cpu);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return seconds;
 }

@@ -1,4 +1,5 @@
-import type { DecideCommand, DueClaim, DueCursor, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, DueCursor, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
@@ -100,8 +101,56 @@ export class MemoryTimerStore implements TimerStore {
       maxLatenessMs: t.maxLatenessMs,
       commandTs: t.commandTs,
       reachedAtMs: t.reachedAtMs,
+      delivery: t.delivery ?? null,
       prefixCancelTs: this.#prefixIndex.latestFor(t.tenantId, t.serviceCallId),
     }));
+  }
+
+  async claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]> {
+    const { nowMs, limit, owner, leaseUntilMs } = claim;
+    const passed = [...this.#open().values()]
+      .filter((t) => t.state === "Fired" && t.delivery && t.deadlineAtMs !== null && t.deadlineAtMs !== undefined && t.deadlineAtMs <= nowMs)
+      .filter((t) => !this.#heldByOther(timerKeyString(t), owner, nowMs))
+      .sort((a, b) => a.deadlineAtMs! - b.deadlineAtMs! || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId))
+      .slice(0, limit);
+    for (const timer of passed) this.#claims.set(timerKeyString(timer), { owner, untilMs: leaseUntilMs });
+    return passed.map((t) => ({
+      tenantId: t.tenantId,
+      serviceCallId: t.serviceCallId,
+      dueAtMs: t.dueAtMs,
+      generation: t.generation,
+      data: t.data,
+      correlationId: t.correlationId,
+      reachedAtMs: t.reachedAtMs,
+      updatedAtMs: t.updatedAtMs,
+      lastReason: t.lastReason ?? null,
+      delivery: t.delivery!,
+      attempt: t.attempt ?? 1,
+      deadlineAtMs: t.deadlineAtMs!,
+    }));
+  }
+
+  async recordDeadlines(records: readonly DeadlineRecord[], owner: string): Promise<TimerKey[]> {
+    const stored = this.#open();
+    const recorded: TimerKey[] = [];
+    for (const record of records) {
+      const key = timerKeyString(record);
+      const current = stored.get(key);
+      if (current?.state !== "Fired" || (current.attempt ?? 1) !== record.attempt || current.deadlineAtMs !== record.deadlineAtMs) continue;
+      if (this.#heldByOther(key, owner, record.next.updatedAtMs)) continue;
+      stored.set(key, { ...current, ...record.next });
+      this.#claims.delete(key);
+      recorded.push({ tenantId: record.tenantId, serviceCallId: record.serviceCallId });
+    }
+    return recorded;
+  }
+
+  async nextDeadlineAt(): Promise<number | null> {
+    let next: number | null = null;
+    for (const t of this.#open().values()) {
+      if (t.state === "Fired" && typeof t.deadlineAtMs === "number" && (next === null || t.deadlineAtMs < next)) next = t.deadlineAtMs;
+    }
+    return next;
   }
 
   async recordFirings(firings: readonly Firing[], owner: string): Promise<TimerKey[]> {
@@ -116,7 +165,8 @@ export class MemoryTimerStore implements TimerStore {
       const prefixCancelTs = this.#prefixIndex.latestFor(firing.tenantId, firing.serviceCallId);
       if (firing.next.state !== "Cancelled" && prefixCancelTs !== null && prefixCancelTs >= firing.next.commandTs) continue;
       // commandTs only grows: a command may have moved it after the timer was read.
-      stored.set(key, { ...current, ...firing.next, commandTs: Math.max(current.commandTs, firing.next.commandTs) });
+      const { tracking, ...next } = firing.next;
+      stored.set(key, { ...current, ...next, ...tracking, commandTs: Math.max(current.commandTs, firing.next.commandTs) });
       this.#claims.delete(key);
       recorded.push({ tenantId: firing.tenantId, serviceCallId: firing.serviceCallId });
     }

@@ -1,7 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { CommandOutcome, CommandType, TimerMetrics } from "../../app/timer-metrics.js";
+import type { CommandOutcome, CommandType, DeliveryOutcome, TimerMetrics } from "../../app/timer-metrics.js";
 
-const COMMAND_TYPES: readonly CommandType[] = ["ScheduleTimer", "CancelTimer", "CancelTimersByPrefix", "unknown"];
+const COMMAND_TYPES: readonly CommandType[] = ["ScheduleTimer", "CancelTimer", "CancelTimersByPrefix", "TimerCompleted", "TimerFailed", "unknown"];
+const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ["completed", "retried", "failed", "timed_out"];
 const OUTCOMES: readonly CommandOutcome[] = ["accepted", "ignored", "rejected"];
 
 /** The metrics of CONTRACT §5 on a prom-client registry of their own, plus process defaults. */
@@ -50,6 +51,18 @@ export class PrometheusTimerMetrics implements TimerMetrics {
     help: "DueTimeReached publishes that failed (the timer stays Scheduled and is retried).",
     registers: [this.registry],
   });
+  private readonly deliveries = new Counter({
+    name: "timer_deliveries_total",
+    help: "Tracked deliveries (CONTRACT §11) by outcome: completed, retried, failed, timed_out.",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  private readonly deliveryDuration = new Histogram({
+    name: "timer_delivery_duration_seconds",
+    help: "completedAt - firedAt of Completed tracked timers.",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
+    registers: [this.registry],
+  });
   readonly brokerConnected = new Gauge({
     name: "timer_broker_connected",
     help: "1 while the service is connected to the broker with its streams and consumer in place, else 0.",
@@ -60,6 +73,15 @@ export class PrometheusTimerMetrics implements TimerMetrics {
     collectDefaultMetrics({ register: this.registry });
     // Every series exists from the start, so rate() and alerts see zeros instead of nothing.
     for (const type of COMMAND_TYPES) for (const outcome of OUTCOMES) this.commands.inc({ type, outcome }, 0);
+    for (const outcome of DELIVERY_OUTCOMES) this.deliveries.inc({ outcome }, 0);
+  }
+
+  deliveriesCounted(outcome: DeliveryOutcome, count: number): void {
+    this.deliveries.inc({ outcome }, count);
+  }
+
+  deliveriesCompleted(durationSeconds: readonly number[]): void {
+    for (const seconds of durationSeconds) this.deliveryDuration.observe(seconds);
   }
 
   commandHandled(type: CommandType, outcome: CommandOutcome): void {

@@ -29,10 +29,10 @@ const dueAtFormat = new InstantFormatCache();
 const reachedAtFormat = new InstantFormatCache();
 
 export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): string {
-  const { tenantId, serviceCallId, dueAtMs, reachedAtMs, generation, data, correlationId, occurrence, missedOccurrences } = event;
+  const { tenantId, serviceCallId, dueAtMs, reachedAtMs, generation, data, correlationId, occurrence, missedOccurrences, attempt } = event;
   const tenant = json(tenantId);
   return (
-    `{"id":${json(dueEventId(tenantId, serviceCallId, dueAtMs, generation))},"type":"DueTimeReached","tenantId":${tenant}` +
+    `{"id":${json(dueEventId(tenantId, serviceCallId, dueAtMs, generation, attempt))},"type":"DueTimeReached","tenantId":${tenant}` +
     (correlationId === null ? "" : `,"correlationId":${json(correlationId)}`) +
     `,"timestampMs":${timestampMs},"payload":{"tenantId":${tenant},"serviceCallId":${json(serviceCallId)}` +
     `,"dueAt":"${dueAtFormat.format(dueAtMs)}","reachedAt":"${reachedAtFormat.format(reachedAtMs)}"` +
@@ -40,6 +40,7 @@ export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): 
     `,"generation":${generation},"lateMs":${reachedAtMs - dueAtMs}` +
     (occurrence === undefined || occurrence === null ? "" : `,"occurrence":${occurrence}`) +
     (missedOccurrences === undefined || missedOccurrences === 0 ? "" : `,"missedOccurrences":${missedOccurrences}`) +
+    (attempt === undefined ? "" : `,"attempt":${attempt}`) +
     "}}"
   );
 }

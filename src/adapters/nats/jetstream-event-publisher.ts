@@ -20,7 +20,8 @@ export class JetStreamEventPublisher implements TimerEventPublisher {
   publishDueTimeReached(event: DueTimeReached): Promise<void> {
     const body = dueTimeReachedJson(event, this.options.clock.now());
     const subject = `${this.options.subjectPrefix}.events.due.${event.tenantId}`;
-    return this.acks.publish(subject, encoder.encode(body), dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs, event.generation), this.options.eventsStream);
+    const id = dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs, event.generation, event.attempt);
+    return this.acks.publish(subject, encoder.encode(body), id, this.options.eventsStream);
   }
 
   publishDueTimeMissed(event: DueTimeMissed): Promise<void> {

@@ -1,5 +1,6 @@
 import type pg from "pg";
-import type { DecideCommand, DueClaim, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import type { DeadlineTimer, DeliveryPolicy } from "../../domain/delivery-rules.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
 import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
@@ -59,11 +60,26 @@ function compareCodePoints(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
-/** A row as Postgres returns it: `repeat` is JSON text (see recurrenceText). */
+/** A row as Postgres returns it: `repeat` and `delivery` are JSON text (see recurrenceText). */
 type Row<T> = Omit<T, "repeat"> & { readonly repeat: string | null };
 
 function fromRow<T extends { readonly repeat: unknown }>(row: Row<T>): T {
-  return { ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) } as unknown as T;
+  const delivery = (row as { delivery?: string | null }).delivery;
+  return {
+    ...row,
+    repeat: row.repeat === null ? null : parseRecurrence(row.repeat),
+    ...(delivery === undefined ? {} : { delivery: deliveryOf(delivery) }),
+  } as unknown as T;
+}
+
+function deliveryOf(text: string | null): DeliveryPolicy | null {
+  return text === null ? null : (JSON.parse(text) as DeliveryPolicy);
+}
+
+function deliveryText(delivery: DeliveryPolicy | null | undefined): string | null {
+  if (!delivery) return null;
+  const { maxRetries, backoffMs, completionTimeoutMs } = delivery;
+  return JSON.stringify({ maxRetries, backoffMs, completionTimeoutMs });
 }
 
 /** One firing's columns for RECORD_FIRINGS. */
@@ -76,6 +92,9 @@ interface FiringRow extends TimerKey {
   readonly reachedAtMs: number | null;
   readonly commandTs: number;
   readonly updatedAtMs: number;
+  readonly attempt: number | null;
+  readonly firedAtMs: number | null;
+  readonly deadlineAtMs: number | null;
 }
 
 
@@ -189,6 +208,15 @@ export class PostgresTimerStore implements TimerStore {
         column((t) => t.occurrence),
         column((t) => t.maxLatenessMs),
         column((t) => existed.has(timerKeyString(t))),
+        column((t) => deliveryText(t.delivery)),
+        column((t) => t.createdBy ?? null),
+        column((t) => t.createdVia ?? null),
+        column((t) => t.attempt ?? 0),
+        column((t) => t.firedAtMs ?? null),
+        column((t) => t.completedAtMs ?? null),
+        column((t) => t.result ?? null),
+        column((t) => t.lastReason ?? null),
+        column((t) => t.deadlineAtMs ?? null),
       ],
     });
     if (rows[0]?.written !== timers.length) throw new ConcurrentInsertError();
@@ -219,9 +247,60 @@ export class PostgresTimerStore implements TimerStore {
         reachedAtMs: next.reachedAtMs,
         commandTs: next.commandTs,
         updatedAtMs: next.updatedAtMs,
+        attempt: next.tracking?.attempt ?? null,
+        firedAtMs: next.tracking?.firedAtMs ?? null,
+        deadlineAtMs: next.tracking?.deadlineAtMs ?? null,
       })),
       owner,
     );
+  }
+
+  async claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]> {
+    const { nowMs, limit, owner, leaseUntilMs } = claim;
+    const { rows } = await this.#write(() =>
+      withRetry(() =>
+        this.#pool.query<Omit<DeadlineTimer, "delivery"> & { delivery: string }>({
+          name: "timer-claim-deadlines",
+          text: q.CLAIM_DEADLINES,
+          values: [owner, leaseUntilMs, nowMs, limit],
+        }),
+      ),
+    );
+    return rows.map((row) => ({ ...row, delivery: deliveryOf(row.delivery)! }));
+  }
+
+  async recordDeadlines(records: readonly DeadlineRecord[], owner: string): Promise<TimerKey[]> {
+    if (records.length === 0) return [];
+    const sorted = [...records].sort(compareKeys);
+    const column = <T>(pick: (record: DeadlineRecord) => T): T[] => sorted.map(pick);
+    const { rows } = await this.#write(() =>
+      withRetry(() =>
+        this.#pool.query<TimerKey>({
+          name: "timer-record-deadlines",
+          text: q.RECORD_DEADLINES,
+          values: [
+            owner,
+            column((r) => r.tenantId),
+            column((r) => r.serviceCallId),
+            column((r) => r.attempt),
+            column((r) => r.deadlineAtMs),
+            column((r) => r.next.state),
+            column((r) => r.next.attempt),
+            column((r) => r.next.reachedAtMs),
+            column((r) => r.next.deadlineAtMs),
+            column((r) => r.next.lastReason),
+            column((r) => r.next.updatedAtMs),
+          ],
+        }),
+      ),
+    );
+    const recorded = new Set(rows.map(timerKeyString));
+    return records.filter((r) => recorded.has(timerKeyString(r))).map(({ tenantId, serviceCallId }) => ({ tenantId, serviceCallId }));
+  }
+
+  async nextDeadlineAt(): Promise<number | null> {
+    const { rows } = await this.#pool.query<{ deadlineAtMs: number | null }>({ name: "timer-next-deadline-at", text: q.NEXT_DEADLINE_AT });
+    return rows[0]?.deadlineAtMs ?? null;
   }
 
   async #recordFirings(firings: readonly FiringRow[], owner: string): Promise<TimerKey[]> {
@@ -245,6 +324,9 @@ export class PostgresTimerStore implements TimerStore {
             column((f) => f.reachedAtMs),
             column((f) => f.commandTs),
             column((f) => f.updatedAtMs),
+            column((f) => f.attempt),
+            column((f) => f.firedAtMs),
+            column((f) => f.deadlineAtMs),
           ],
         }),
       ),

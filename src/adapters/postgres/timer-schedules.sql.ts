@@ -9,7 +9,9 @@
 const TIMER_COLUMNS = `
   tenant_id AS "tenantId", service_call_id AS "serviceCallId", state, due_at AS "dueAtMs", data,
   correlation_id AS "correlationId", command_ts AS "commandTs", generation, registered_at AS "registeredAtMs",
-  reached_at AS "reachedAtMs", updated_at AS "updatedAtMs", repeat, occurrence, max_lateness_ms AS "maxLatenessMs"`;
+  reached_at AS "reachedAtMs", updated_at AS "updatedAtMs", repeat, occurrence, max_lateness_ms AS "maxLatenessMs",
+  delivery, created_by AS "createdBy", created_via AS "createdVia", attempt, fired_at AS "firedAtMs",
+  completed_at AS "completedAtMs", result, last_reason AS "lastReason", deadline_at AS "deadlineAtMs"`;
 
 export const SELECT_BY_KEY = `SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = $2`;
 
@@ -33,15 +35,19 @@ export const UPSERT_DECISIONS = `
   WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
       $7::bigint[], $8::integer[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::integer[],
-      $14::bigint[], $15::boolean[])
+      $14::bigint[], $15::boolean[], $16::text[], $17::text[], $18::text[], $19::integer[], $20::bigint[],
+      $21::bigint[], $22::text[], $23::text[], $24::bigint[])
       AS i(tenant_id, service_call_id, state, due_at, data, correlation_id, command_ts, generation,
-        registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms, existed)
+        registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms, existed,
+        delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at)
   ), updated AS (
     UPDATE timer_schedules t SET
       state = i.state, due_at = i.due_at, data = i.data, correlation_id = i.correlation_id,
       command_ts = i.command_ts, generation = i.generation, registered_at = i.registered_at,
       reached_at = i.reached_at, updated_at = i.updated_at, repeat = i.repeat, occurrence = i.occurrence,
-      max_lateness_ms = i.max_lateness_ms,
+      max_lateness_ms = i.max_lateness_ms, delivery = i.delivery, created_by = i.created_by,
+      created_via = i.created_via, attempt = i.attempt, fired_at = i.fired_at, completed_at = i.completed_at,
+      result = i.result, last_reason = i.last_reason, deadline_at = i.deadline_at,
       claimed_by = CASE WHEN i.state = 'Scheduled' AND i.due_at = t.due_at THEN t.claimed_by END,
       claimed_until = CASE WHEN i.state = 'Scheduled' AND i.due_at = t.due_at THEN t.claimed_until END
     FROM input i
@@ -49,9 +55,11 @@ export const UPSERT_DECISIONS = `
     RETURNING 1
   ), inserted AS (
     INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id,
-      command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms)
+      command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms,
+      delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at)
     SELECT tenant_id, service_call_id, state, due_at, data, correlation_id,
-      command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms
+      command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms,
+      delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at
     FROM input WHERE NOT existed
     ON CONFLICT (tenant_id, service_call_id) DO NOTHING
     RETURNING 1
@@ -84,11 +92,11 @@ function claimDue(afterCursor: string): string {
     FROM picked p
     WHERE t.tenant_id = p.tenant_id AND t.service_call_id = p.service_call_id
     RETURNING t.tenant_id, t.service_call_id, t.due_at, t.generation, t.data, t.correlation_id, t.occurrence,
-      t.repeat, t.max_lateness_ms, t.command_ts, t.reached_at
+      t.repeat, t.max_lateness_ms, t.command_ts, t.reached_at, t.delivery
   )
   SELECT tenant_id AS "tenantId", service_call_id AS "serviceCallId", due_at AS "dueAtMs", generation, data,
     correlation_id AS "correlationId", occurrence, repeat, max_lateness_ms AS "maxLatenessMs",
-    command_ts AS "commandTs", reached_at AS "reachedAtMs", ${PREFIX_CANCEL_TS} AS "prefixCancelTs"
+    command_ts AS "commandTs", reached_at AS "reachedAtMs", delivery, ${PREFIX_CANCEL_TS} AS "prefixCancelTs"
   FROM claimed c
   ORDER BY due_at, tenant_id, service_call_id`;
 }
@@ -116,10 +124,12 @@ export const RECORD_FIRINGS = `
   UPDATE timer_schedules t
   SET state = i.state, due_at = i.next_due_at, occurrence = i.occurrence,
     reached_at = i.reached_at, command_ts = GREATEST(t.command_ts, i.command_ts), updated_at = i.updated_at,
+    attempt = COALESCE(i.attempt, t.attempt), fired_at = COALESCE(i.fired_at, t.fired_at), deadline_at = i.deadline_at,
     claimed_by = NULL, claimed_until = NULL
   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::integer[], $6::text[], $7::bigint[], $8::integer[],
-      $9::bigint[], $10::bigint[], $11::bigint[])
-    AS i(tenant_id, service_call_id, due_at, generation, state, next_due_at, occurrence, reached_at, command_ts, updated_at)
+      $9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bigint[], $14::bigint[])
+    AS i(tenant_id, service_call_id, due_at, generation, state, next_due_at, occurrence, reached_at, command_ts, updated_at,
+      attempt, fired_at, deadline_at)
   WHERE t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id
     AND t.state = 'Scheduled' AND t.due_at = i.due_at AND t.generation = i.generation
     AND (t.claimed_by IS NULL OR t.claimed_by = $1 OR t.claimed_until <= i.updated_at)
@@ -191,3 +201,46 @@ export const SELECT_PREFIX_SWEEP_BATCH = `
 
 export const UPDATE_PREFIX_PROGRESS = `
   UPDATE timer_prefix_cancels SET progress_key = $3 WHERE tenant_id = $1 AND service_call_id_prefix = $2`;
+
+/**
+ * Claims Fired timers whose deadline passed (CONTRACT §11): $1 owner, $2 lease until, $3 now,
+ * $4 limit; through the partial index timer_schedules_fired_deadline_idx, skipping locked rows.
+ */
+export const CLAIM_DEADLINES = `
+  WITH picked AS MATERIALIZED (
+    SELECT tenant_id, service_call_id FROM timer_schedules
+    WHERE state = 'Fired' AND deadline_at <= $3
+      AND (claimed_until IS NULL OR claimed_until <= $3 OR claimed_by = $1)
+    ORDER BY deadline_at, tenant_id, service_call_id
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+  ), claimed AS (
+    UPDATE timer_schedules t SET claimed_by = $1, claimed_until = $2
+    FROM picked p
+    WHERE t.tenant_id = p.tenant_id AND t.service_call_id = p.service_call_id
+    RETURNING t.*
+  )
+  SELECT tenant_id AS "tenantId", service_call_id AS "serviceCallId", due_at AS "dueAtMs", generation, data,
+    correlation_id AS "correlationId", reached_at AS "reachedAtMs", updated_at AS "updatedAtMs",
+    last_reason AS "lastReason", delivery, attempt, deadline_at AS "deadlineAtMs"
+  FROM claimed
+  ORDER BY deadline_at, tenant_id, service_call_id`;
+
+/**
+ * Records passed deadlines for owner $1 ($2 tenants, $3 serviceCallIds, $4 attempts and $5 deadlines
+ * that were read): only while the timer is still Fired at that attempt and deadline and no other
+ * owner holds a live claim; the claim is given up.
+ */
+export const RECORD_DEADLINES = `
+  UPDATE timer_schedules t
+  SET state = i.state, attempt = i.next_attempt, reached_at = i.reached_at, deadline_at = i.next_deadline_at,
+    last_reason = i.last_reason, updated_at = i.updated_at, claimed_by = NULL, claimed_until = NULL
+  FROM unnest($2::text[], $3::text[], $4::integer[], $5::bigint[], $6::text[], $7::integer[], $8::bigint[],
+      $9::bigint[], $10::text[], $11::bigint[])
+    AS i(tenant_id, service_call_id, attempt, deadline_at, state, next_attempt, reached_at, next_deadline_at, last_reason, updated_at)
+  WHERE t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id
+    AND t.state = 'Fired' AND t.attempt = i.attempt AND t.deadline_at = i.deadline_at
+    AND (t.claimed_by IS NULL OR t.claimed_by = $1 OR t.claimed_until <= i.updated_at)
+  RETURNING t.tenant_id AS "tenantId", t.service_call_id AS "serviceCallId"`;
+
+export const NEXT_DEADLINE_AT = `SELECT min(deadline_at) AS "deadlineAtMs" FROM timer_schedules WHERE state = 'Fired'`;

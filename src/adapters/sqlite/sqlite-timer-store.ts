@@ -4,7 +4,8 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import type { DecideCommand, DueClaim, DueCursor, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, DueCursor, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import type { DeadlineTimer, DeliveryPolicy } from "../../domain/delivery-rules.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
@@ -68,25 +69,55 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
 const TIMER_COLUMNS = `
   tenant_id AS tenantId, service_call_id AS serviceCallId, state, due_at AS dueAtMs, data,
   correlation_id AS correlationId, command_ts AS commandTs, generation, registered_at AS registeredAtMs,
-  reached_at AS reachedAtMs, updated_at AS updatedAtMs, repeat, occurrence, max_lateness_ms AS maxLatenessMs`;
+  reached_at AS reachedAtMs, updated_at AS updatedAtMs, repeat, occurrence, max_lateness_ms AS maxLatenessMs,
+  delivery, created_by AS createdBy, created_via AS createdVia, attempt, fired_at AS firedAtMs,
+  completed_at AS completedAtMs, result, last_reason AS lastReason, deadline_at AS deadlineAtMs`;
 
 // Only what firing needs: building row objects is most of findDue's cost in a burst.
 const DUE_TIMER_COLUMNS = `tenant_id AS tenantId, service_call_id AS serviceCallId, due_at AS dueAtMs, generation, data,
-  correlation_id AS correlationId, occurrence, repeat, max_lateness_ms AS maxLatenessMs, command_ts AS commandTs, reached_at AS reachedAtMs`;
+  correlation_id AS correlationId, occurrence, repeat, max_lateness_ms AS maxLatenessMs, command_ts AS commandTs, reached_at AS reachedAtMs, delivery`;
 
-/** A row as SQLite returns it: `repeat` is JSON text (see recurrenceText). */
-type Row<T> = Omit<T, "repeat"> & { repeat: string | null };
+// A Fired timer whose deadline passed (CONTRACT §11).
+const DEADLINE_TIMER_COLUMNS = `tenant_id AS tenantId, service_call_id AS serviceCallId, due_at AS dueAtMs, generation, data,
+  correlation_id AS correlationId, reached_at AS reachedAtMs, updated_at AS updatedAtMs, last_reason AS lastReason,
+  delivery, attempt, deadline_at AS deadlineAtMs`;
+
+/** A row as SQLite returns it: `repeat` and `delivery` are JSON text (see recurrenceText). */
+type Row<T> = Omit<T, "repeat" | "delivery"> & { repeat: string | null; delivery: string | null };
 type TimerRow = Row<Timer>;
 type DueTimerRow = Row<Omit<DueTimer, "prefixCancelTs">>;
-type StoredTimer = Omit<Timer, "repeat"> & { repeat: string | null };
+type DeadlineTimerRow = Omit<DeadlineTimer, "delivery"> & { delivery: string };
+type StoredTimer = Omit<Timer, "repeat" | "delivery"> & { repeat: string | null; delivery: string | null };
+
+function deliveryOf(text: string | null): DeliveryPolicy | null {
+  return text === null ? null : (JSON.parse(text) as DeliveryPolicy);
+}
+
+function deliveryText(delivery: DeliveryPolicy | null | undefined): string | null {
+  if (!delivery) return null;
+  const { maxRetries, backoffMs, completionTimeoutMs } = delivery;
+  return JSON.stringify({ maxRetries, backoffMs, completionTimeoutMs });
+}
 
 function timerOf(row: TimerRow | undefined): Timer | undefined {
   if (row === undefined) return undefined;
-  return { ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) };
+  return { ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat), delivery: deliveryOf(row.delivery) };
 }
 
 function storedOf(timer: Timer): StoredTimer {
-  return { ...timer, repeat: timer.repeat === null ? null : recurrenceText(timer.repeat) };
+  return {
+    ...timer,
+    repeat: timer.repeat === null ? null : recurrenceText(timer.repeat),
+    delivery: deliveryText(timer.delivery),
+    createdBy: timer.createdBy ?? null,
+    createdVia: timer.createdVia ?? null,
+    attempt: timer.attempt ?? 0,
+    firedAtMs: timer.firedAtMs ?? null,
+    completedAtMs: timer.completedAtMs ?? null,
+    result: timer.result ?? null,
+    lastReason: timer.lastReason ?? null,
+    deadlineAtMs: timer.deadlineAtMs ?? null,
+  };
 }
 
 // Queries of Scheduled timers spell `state = 'Scheduled'` literally, so the planner matches the
@@ -110,6 +141,10 @@ export class SqliteTimerStore implements TimerStore {
   readonly #selectDue: Database.Statement<[{ nowMs: number; limit: number }], DueTimerRow>;
   readonly #selectDueAfter: Database.Statement<[DueCursor & { nowMs: number; limit: number }], DueTimerRow>;
   readonly #recordFiring: Database.Statement<[Record<string, unknown>]>;
+  readonly #selectDeadlines: Database.Statement<[{ nowMs: number; limit: number }], DeadlineTimerRow>;
+  readonly #recordDeadline: Database.Statement<[Record<string, unknown>]>;
+  readonly #selectNextDeadlineAt: Database.Statement<[], { deadlineAtMs: number | null }>;
+  readonly #recordDeadlinesAll: (records: readonly DeadlineRecord[]) => TimerKey[];
   readonly #selectNextDueAt: Database.Statement<[], { dueAtMs: number | null }>;
   readonly #countScheduled: Database.Statement<[], { count: number }>;
   readonly #selectPrefixCancels: Database.Statement<[], PrefixCancel & { progressKey: string | null }>;
@@ -136,15 +171,20 @@ export class SqliteTimerStore implements TimerStore {
     );
     this.#upsert = db.prepare(`
       INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id,
-        command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms)
+        command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms,
+        delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at)
       VALUES (@tenantId, @serviceCallId, @state, @dueAtMs, @data, @correlationId,
-        @commandTs, @generation, @registeredAtMs, @reachedAtMs, @updatedAtMs, @repeat, @occurrence, @maxLatenessMs)
+        @commandTs, @generation, @registeredAtMs, @reachedAtMs, @updatedAtMs, @repeat, @occurrence, @maxLatenessMs,
+        @delivery, @createdBy, @createdVia, @attempt, @firedAtMs, @completedAtMs, @result, @lastReason, @deadlineAtMs)
       ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET
         state = excluded.state, due_at = excluded.due_at, data = excluded.data,
         correlation_id = excluded.correlation_id, command_ts = excluded.command_ts,
         generation = excluded.generation, registered_at = excluded.registered_at, reached_at = excluded.reached_at,
         updated_at = excluded.updated_at, repeat = excluded.repeat, occurrence = excluded.occurrence,
-        max_lateness_ms = excluded.max_lateness_ms`);
+        max_lateness_ms = excluded.max_lateness_ms, delivery = excluded.delivery, created_by = excluded.created_by,
+        created_via = excluded.created_via, attempt = excluded.attempt, fired_at = excluded.fired_at,
+        completed_at = excluded.completed_at, result = excluded.result, last_reason = excluded.last_reason,
+        deadline_at = excluded.deadline_at`);
     this.#selectDue = db.prepare(
       `SELECT ${DUE_TIMER_COLUMNS} FROM timer_schedules WHERE state = 'Scheduled' AND due_at <= @nowMs ${DUE_ORDER}`,
     );
@@ -155,9 +195,31 @@ export class SqliteTimerStore implements TimerStore {
       ${DUE_ORDER}`);
     this.#recordFiring = db.prepare(`
       UPDATE timer_schedules SET state = @state, due_at = @nextDueAtMs, occurrence = @occurrence,
-        reached_at = @reachedAtMs, command_ts = max(command_ts, @commandTs), updated_at = @updatedAtMs
+        reached_at = @reachedAtMs, command_ts = max(command_ts, @commandTs), updated_at = @updatedAtMs,
+        attempt = coalesce(@attempt, attempt), fired_at = coalesce(@firedAtMs, fired_at), deadline_at = @deadlineAtMs
       WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Scheduled'
         AND due_at = @dueAtMs AND generation = @generation`);
+    // `state = 'Fired'` spelled literally: the partial index timer_schedules_fired_deadline_idx.
+    this.#selectDeadlines = db.prepare(`
+      SELECT ${DEADLINE_TIMER_COLUMNS} FROM timer_schedules WHERE state = 'Fired' AND deadline_at <= @nowMs
+      ORDER BY deadline_at, tenant_id, service_call_id LIMIT @limit`);
+    this.#recordDeadline = db.prepare(`
+      UPDATE timer_schedules SET state = @state, attempt = @nextAttempt, reached_at = @reachedAtMs,
+        deadline_at = @nextDeadlineAtMs, last_reason = @lastReason, updated_at = @updatedAtMs
+      WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Fired'
+        AND attempt = @attempt AND deadline_at = @deadlineAtMs`);
+    this.#selectNextDeadlineAt = db.prepare("SELECT min(deadline_at) AS deadlineAtMs FROM timer_schedules WHERE state = 'Fired'");
+    this.#recordDeadlinesAll = db.transaction((records: readonly DeadlineRecord[]) => {
+      const recorded: TimerKey[] = [];
+      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next } of records) {
+        const changes = this.#recordDeadline.run({
+          tenantId, serviceCallId, attempt, deadlineAtMs, state: next.state, nextAttempt: next.attempt, reachedAtMs: next.reachedAtMs,
+          nextDeadlineAtMs: next.deadlineAtMs, lastReason: next.lastReason, updatedAtMs: next.updatedAtMs,
+        }).changes;
+        if (changes === 1) recorded.push({ tenantId, serviceCallId });
+      }
+      return recorded;
+    }).immediate;
     this.#selectPrefixCancels = db.prepare(`
       SELECT tenant_id AS tenantId, service_call_id_prefix AS serviceCallIdPrefix, command_ts AS commandTs,
         progress_key AS progressKey
@@ -206,8 +268,10 @@ export class SqliteTimerStore implements TimerStore {
       for (const { tenantId, serviceCallId, dueAtMs, generation, next } of firings) {
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs } = next;
         if (state !== "Cancelled" && this.#coveredByPrefixCancel(tenantId, serviceCallId, commandTs)) continue;
+        const { tracking } = next;
         const changes = this.#recordFiring.run({
           tenantId, serviceCallId, dueAtMs, generation, state, nextDueAtMs: next.dueAtMs, occurrence, reachedAtMs, commandTs, updatedAtMs,
+          attempt: tracking?.attempt ?? null, firedAtMs: tracking?.firedAtMs ?? null, deadlineAtMs: tracking?.deadlineAtMs ?? null,
         }).changes;
         if (changes === 1) recorded.push({ tenantId, serviceCallId });
       }
@@ -280,8 +344,22 @@ export class SqliteTimerStore implements TimerStore {
     for (const row of rows as (DueTimerRow & { prefixCancelTs?: number | null })[]) {
       row.prefixCancelTs = none ? null : index.latestFor(row.tenantId, row.serviceCallId);
       if (row.repeat !== null) (row as { repeat: unknown }).repeat = parseRecurrence(row.repeat);
+      if (row.delivery !== null) (row as { delivery: unknown }).delivery = deliveryOf(row.delivery);
     }
     return rows as unknown as DueTimer[];
+  }
+
+  async claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]> {
+    // One instance per file (see the class comment): the claim need not be recorded.
+    return this.#selectDeadlines.all({ nowMs: claim.nowMs, limit: claim.limit }).map((row) => ({ ...row, delivery: deliveryOf(row.delivery)! }));
+  }
+
+  async recordDeadlines(records: readonly DeadlineRecord[]): Promise<TimerKey[]> {
+    return this.#write(() => this.#recordDeadlinesAll(records));
+  }
+
+  async nextDeadlineAt(): Promise<number | null> {
+    return this.#selectNextDeadlineAt.get()?.deadlineAtMs ?? null;
   }
 
   async recordFirings(firings: readonly Firing[]): Promise<TimerKey[]> {

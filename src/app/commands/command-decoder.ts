@@ -6,12 +6,15 @@ import type { Clock } from "../clock.js";
 import type { CommandRejected, RejectionCode } from "../timer-event-publisher.js";
 import type { CommandType } from "../timer-metrics.js";
 import { toJsonText } from "./json-text.js";
+import { DEFAULT_BACKOFF_MS, DEFAULT_COMPLETION_TIMEOUT_MS, type DeliveryPolicy } from "../../domain/delivery-rules.js";
 import { isCodePointText, isServiceCallId, isTenantId, UNKNOWN_TENANT } from "./command-text.js";
 import {
   cancelTimerPayloadSchema,
   cancelTimersByPrefixPayloadSchema,
   commandEnvelopeSchema,
   scheduleTimerPayloadSchema,
+  timerCompletedPayloadSchema,
+  timerFailedPayloadSchema,
   type CommandEnvelope,
   type RepeatPayload,
 } from "./command-envelope.schema.js";
@@ -38,6 +41,8 @@ const KIND_TYPES: Readonly<Record<string, Exclude<CommandType, "unknown">>> = {
   schedule: "ScheduleTimer",
   cancel: "CancelTimer",
   cancelprefix: "CancelTimersByPrefix",
+  complete: "TimerCompleted",
+  fail: "TimerFailed",
 };
 
 const INSTANT_FORMAT = "not an ISO 8601 date-time with an offset (Z or ±hh:mm)";
@@ -125,12 +130,40 @@ export class CommandDecoder {
       return { ok: true, type, command: { kind: "cancelPrefix", tenantId, serviceCallIdPrefix, correlationId, timestampMs } };
     }
 
+    if (type === "TimerCompleted") {
+      const parsed = timerCompletedPayloadSchema.safeParse(payload);
+      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
+      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
+      if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
+      const { tenantId, serviceCallId } = parsed.data;
+      return { ok: true, type, command: { kind: "complete", tenantId, serviceCallId, result: parsed.data.result ?? null, correlationId, timestampMs } };
+    }
+
+    if (type === "TimerFailed") {
+      const parsed = timerFailedPayloadSchema.safeParse(payload);
+      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
+      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
+      if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
+      const { tenantId, serviceCallId, reason } = parsed.data;
+      return { ok: true, type, command: { kind: "fail", tenantId, serviceCallId, reason, correlationId, timestampMs } };
+    }
+
     const parsed = scheduleTimerPayloadSchema.safeParse(payload);
     if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
     const requestedDueAtMs = parseInstant(parsed.data.dueAt);
     if (requestedDueAtMs === undefined) return context.reject("INVALID_FIELD", `payload.dueAt: ${INSTANT_FORMAT}`);
     const repeat = this.readRepeat(parsed.data.repeat ?? null, requestedDueAtMs);
     if (typeof repeat === "string") return context.reject("INVALID_FIELD", repeat);
+    const deliveryPayload = parsed.data.delivery ?? null;
+    if (deliveryPayload !== null && repeat !== null) return context.reject("INVALID_FIELD", "payload.delivery: not allowed together with payload.repeat");
+    const delivery: DeliveryPolicy | null =
+      deliveryPayload === null
+        ? null
+        : {
+            maxRetries: deliveryPayload.maxRetries,
+            backoffMs: deliveryPayload.backoffMs ?? DEFAULT_BACKOFF_MS,
+            completionTimeoutMs: deliveryPayload.completionTimeoutMs ?? DEFAULT_COMPLETION_TIMEOUT_MS,
+          };
     const dueAtMs = repeat?.firstDueAtMs ?? requestedDueAtMs;
     const maxLatenessMs = parsed.data.maxLatenessMs ?? null;
     const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
@@ -148,7 +181,10 @@ export class CommandDecoder {
     return {
       ok: true,
       type,
-      command: { kind: "schedule", tenantId, serviceCallId, dueAtMs, data, correlationId, timestampMs, repeat, maxLatenessMs },
+      command: {
+        kind: "schedule", tenantId, serviceCallId, dueAtMs, data, correlationId, timestampMs, repeat, maxLatenessMs,
+        delivery, createdBy: parsed.data.createdBy ?? null, createdVia: parsed.data.createdVia ?? null,
+      },
     };
   }
 

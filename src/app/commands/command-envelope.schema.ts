@@ -28,6 +28,15 @@ const repeatSchema = z.object({
   maxOccurrences: z.number().int("must be an integer").min(1, "must be at least 1").optional(),
 });
 
+/** `delivery` (CONTRACT §11); defaults filled in by the decoder. */
+const deliverySchema = z.object({
+  maxRetries: z.number({ error: "must be an integer 0…100" }).int("must be an integer").min(0, "must be at least 0").max(100, "must be at most 100"),
+  backoffMs: z.number().int("must be an integer").min(100, "must be at least 100").optional(),
+  completionTimeoutMs: z.number().int("must be an integer").min(1000, "must be at least 1000").optional(),
+});
+
+const auditText = z.string().refine((s) => isCodePointText(s, 1, 128), "must be 1..128 code points");
+
 export const scheduleTimerPayloadSchema = z.object({
   tenantId,
   serviceCallId,
@@ -35,6 +44,23 @@ export const scheduleTimerPayloadSchema = z.object({
   data: z.unknown().optional(),
   repeat: repeatSchema.nullish(),
   maxLatenessMs: z.number().int("must be an integer").min(0, "must be at least 0").nullish(),
+  delivery: deliverySchema.nullish(),
+  createdBy: auditText.nullish(),
+  createdVia: auditText.nullish(),
+});
+
+/** `TimerCompleted` (CONTRACT §11). */
+export const timerCompletedPayloadSchema = z.object({
+  tenantId,
+  serviceCallId,
+  result: z.string().refine((s) => isCodePointText(s, 0, 1024), "must be at most 1024 code points").nullish(),
+});
+
+/** `TimerFailed` (CONTRACT §11). */
+export const timerFailedPayloadSchema = z.object({
+  tenantId,
+  serviceCallId,
+  reason: z.string().refine((s) => isCodePointText(s, 1, 1024), "must be 1..1024 code points"),
 });
 
 export type RepeatPayload = z.infer<typeof repeatSchema>;

@@ -43,6 +43,8 @@ export interface TimerCommandProcessorDeps {
   readonly retentionMs?: number;
   /** Told that a batch recorded a `CancelTimersByPrefix`, so its background sweep can start. */
   readonly onPrefixCancelled?: () => void;
+  /** Told the retry time a `TimerFailed` set (CONTRACT §11), so the deadline loop can wake for it. */
+  readonly onDeadline?: (deadlineAtMs: number) => void;
 }
 
 /**
@@ -113,8 +115,26 @@ export class TimerCommandProcessor {
       if (next?.state === "Scheduled" && next.dueAtMs !== null && next.dueAtMs < earliestDueAtMs) earliestDueAtMs = next.dueAtMs;
     }
     if (pendingDelta !== 0) metrics.addPending(pendingDelta);
+    this.countReports(decisions);
     if (earliestDueAtMs !== Number.POSITIVE_INFINITY) this.deps.onScheduled(earliestDueAtMs);
     return decisions;
+  }
+
+  /** Counts the deliveries reports ended (CONTRACT §11 metrics) and announces retry deadlines. */
+  private countReports(decisions: readonly CommandDecision[]): void {
+    const durations: number[] = [];
+    let failed = 0;
+    for (const { previous, next } of decisions) {
+      if (previous?.state !== "Fired" || next === undefined) continue;
+      if (next.state === "Completed" && next.completedAtMs != null && next.firedAtMs != null) durations.push((next.completedAtMs - next.firedAtMs) / 1000);
+      else if (next.state === "Failed") failed++;
+      else if (next.state === "Fired" && next.deadlineAtMs != null) this.deps.onDeadline?.(next.deadlineAtMs);
+    }
+    if (durations.length > 0) {
+      this.deps.metrics.deliveriesCounted("completed", durations.length);
+      this.deps.metrics.deliveriesCompleted(durations);
+    }
+    if (failed > 0) this.deps.metrics.deliveriesCounted("failed", failed);
   }
 
   /** Publishes the rejection, then settles: term once it is out, retry later if it could not be sent. */

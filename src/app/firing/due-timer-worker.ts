@@ -41,6 +41,8 @@ export interface DueTimerWorkerDeps {
   readonly claimTtlMs: number;
   /** Next occurrences of cron rules. */
   readonly calendar: RecurrenceCalendar;
+  /** Told the completion time-out of a timer that became `Fired` (CONTRACT §11). */
+  readonly onTracked?: (deadlineAtMs: number) => void;
 }
 
 /** A due timer and what firing it produces. */
@@ -113,6 +115,7 @@ export class DueTimerWorker {
         if (firing.kind === "reached") lags.push(firing.lateMs / 1000);
         else if (firing.kind === "missed") missed++;
         if (firing.next.state !== "Scheduled") ended++;
+        if (firing.next.tracking !== undefined) this.deps.onTracked?.(firing.next.tracking.deadlineAtMs);
       }
       marked = lags.length + missed;
       if (lags.length > 0) metrics.timersFired(lags);
@@ -159,6 +162,7 @@ export class DueTimerWorker {
       correlationId,
       ...occurrence,
       ...(firing.missedOccurrences === 0 ? {} : { missedOccurrences: firing.missedOccurrences }),
+      ...(firing.next.tracking === undefined ? {} : { attempt: firing.next.tracking.attempt }),
     });
   }
 

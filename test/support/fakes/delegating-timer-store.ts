@@ -1,4 +1,4 @@
-import type { DecideCommand, DueClaim, Firing, TimerStore } from "../../../src/app/timer-store.js";
+import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, Firing, TimerStore } from "../../../src/app/timer-store.js";
 import type { PrefixCancel } from "../../../src/domain/prefix-cancel.js";
 import type { TimerKey } from "../../../src/domain/timer.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
@@ -15,6 +15,15 @@ export class DelegatingTimerStore implements TimerStore {
   }
   recordFirings(firings: readonly Firing[], owner: string) {
     return this.inner.recordFirings(firings, owner);
+  }
+  claimDeadlines(claim: DeadlineClaim) {
+    return this.inner.claimDeadlines(claim);
+  }
+  recordDeadlines(records: readonly DeadlineRecord[], owner: string) {
+    return this.inner.recordDeadlines(records, owner);
+  }
+  nextDeadlineAt() {
+    return this.inner.nextDeadlineAt();
   }
   unfinishedPrefixCancels() {
     return this.inner.unfinishedPrefixCancels();

@@ -1,4 +1,4 @@
-import type { CommandOutcome, CommandType, TimerMetrics } from "../../../src/app/timer-metrics.js";
+import type { CommandOutcome, CommandType, DeliveryOutcome, TimerMetrics } from "../../../src/app/timer-metrics.js";
 
 /** Keeps what the application reported, in the shape a test wants to assert on. */
 export class RecordingMetrics implements TimerMetrics {
@@ -33,6 +33,18 @@ export class RecordingMetrics implements TimerMetrics {
 
   pollCompleted(durationSeconds: number, endedAtMs: number): void {
     this.polls.push({ durationSeconds, endedAtMs });
+  }
+
+  /** `deliveriesCounted` totals by outcome. */
+  readonly deliveries: Record<DeliveryOutcome, number> = { completed: 0, retried: 0, failed: 0, timed_out: 0 };
+  readonly deliveryDurations: number[] = [];
+
+  deliveriesCounted(outcome: DeliveryOutcome, count: number): void {
+    this.deliveries[outcome] += count;
+  }
+
+  deliveriesCompleted(durationSeconds: readonly number[]): void {
+    this.deliveryDurations.push(...durationSeconds);
   }
 
   setPending(count: number): void {

@@ -1,0 +1,108 @@
+import { decideDeadline, type DeadlineDecision, type DeadlineTimer } from "../../domain/delivery-rules.js";
+import type { Clock } from "../clock.js";
+import type { Logger } from "../logger.js";
+import type { TimerEventPublisher } from "../timer-event-publisher.js";
+import type { TimerMetrics } from "../timer-metrics.js";
+import type { TimerStore } from "../timer-store.js";
+
+/** What one deadline poll did. */
+export interface DeadlinePollReport {
+  /** Fired timers whose deadline had passed. */
+  readonly found: number;
+  /** Retries published and recorded. */
+  readonly retried: number;
+  /** Completion time-outs counted (retry waiting, or TimedOut). */
+  readonly timeouts: number;
+  readonly publishFailed: number;
+  /** The query returned a full batch: more may be waiting right now. */
+  readonly full: boolean;
+}
+
+export interface DeliveryDeadlineWorkerDeps {
+  readonly store: TimerStore;
+  readonly publisher: TimerEventPublisher;
+  readonly clock: Clock;
+  readonly metrics: TimerMetrics;
+  readonly logger: Logger;
+  readonly batchSize: number;
+  readonly owner: string;
+  readonly claimTtlMs: number;
+}
+
+interface Passed {
+  readonly timer: DeadlineTimer;
+  readonly decision: DeadlineDecision;
+}
+
+/**
+ * One poll of the completion-tracking deadlines (CONTRACT §11): claims `Fired` timers whose deadline
+ * passed (through the deadline index, like due claims), publishes the retries that were waiting
+ * (publish first, then record: a crash in between republishes the same attempt, which the events
+ * stream drops by its `Nats-Msg-Id`), and records the completion time-outs (a retry then waits
+ * its backoff, or the timer ends `TimedOut`).
+ */
+export class DeliveryDeadlineWorker {
+  constructor(private readonly deps: DeliveryDeadlineWorkerDeps) {}
+
+  async poll(): Promise<DeadlinePollReport> {
+    const { store, clock, batchSize, owner, claimTtlMs, metrics } = this.deps;
+    const nowMs = clock.now();
+    const timers = await store.claimDeadlines({ nowMs, limit: batchSize, owner, leaseUntilMs: nowMs + claimTtlMs });
+    const passed = timers.map((timer): Passed => ({ timer, decision: decideDeadline(timer, nowMs) }));
+    const retries = passed.filter((p) => p.decision.kind === "retry");
+    const published = await this.publish(retries, nowMs);
+    const toRecord = [...published, ...passed.filter((p) => p.decision.kind !== "retry")];
+    let retried = 0;
+    let timeouts = 0;
+    if (toRecord.length > 0) {
+      const recordedKeys = await store.recordDeadlines(
+        toRecord.map(({ timer, decision }) => ({
+          tenantId: timer.tenantId,
+          serviceCallId: timer.serviceCallId,
+          attempt: timer.attempt,
+          deadlineAtMs: timer.deadlineAtMs,
+          next: decision.next,
+        })),
+        owner,
+      );
+      const recorded = new Set(recordedKeys.map((k) => `${k.tenantId}\u0000${k.serviceCallId}`));
+      let timedOut = 0;
+      for (const { timer, decision } of toRecord) {
+        if (!recorded.has(`${timer.tenantId}\u0000${timer.serviceCallId}`)) continue;
+        if (decision.kind === "retry") retried++;
+        else timeouts++;
+        if (decision.kind === "timedOut") timedOut++;
+      }
+      if (retried > 0) metrics.deliveriesCounted("retried", retried);
+      if (timedOut > 0) metrics.deliveriesCounted("timed_out", timedOut);
+    }
+    return { found: timers.length, retried, timeouts, publishFailed: retries.length - published.length, full: timers.length === batchSize };
+  }
+
+  private async publish(retries: readonly Passed[], nowMs: number): Promise<Passed[]> {
+    const { publisher, logger, metrics, store, owner } = this.deps;
+    const results = await Promise.allSettled(
+      retries.map(({ timer, decision }) =>
+        publisher.publishDueTimeReached({
+          tenantId: timer.tenantId,
+          serviceCallId: timer.serviceCallId,
+          dueAtMs: timer.dueAtMs!,
+          reachedAtMs: nowMs,
+          generation: timer.generation,
+          data: timer.data,
+          correlationId: timer.correlationId,
+          attempt: decision.next.attempt,
+        }),
+      ),
+    );
+    const published = retries.filter((_, i) => results[i]!.status === "fulfilled");
+    const failed = retries.filter((_, i) => results[i]!.status === "rejected");
+    if (failed.length > 0) {
+      metrics.publishFailed(failed.length);
+      const firstError = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+      logger.warn({ err: firstError.reason, failed: failed.length }, "publishing delivery retries failed; they are retried");
+      await store.releaseClaims(owner, failed.map((f) => f.timer)).catch(() => undefined);
+    }
+    return published;
+  }
+}
