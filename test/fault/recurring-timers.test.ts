@@ -7,6 +7,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReceivedEvent } from "../support/timer-client.js";
 import { TENANT, startFaultHarness, until, type FaultHarness } from "./fault-support.js";
+import { TEST_STORE } from "../support/test-postgres.js";
 
 let counter = 0;
 const envelope = (type: string, payload: Record<string, unknown>, timestampMs = Date.now()) =>
@@ -79,7 +80,9 @@ describe("recurring timers, lateness and prefix cancel against the real service"
     expect(await service.metric("timer_schedules_missed_total")).toBe(1);
   }, 60_000);
 
-  it("when 100,000 matching timers are cancelled by prefix, then unrelated timers keep firing on time, none of them fires, and a late older schedule stays cancelled", async () => {
+  // Fills and inspects the SQLite file directly (100,000 rows in a second); the Postgres store's
+  // prefix cancel is covered by the store contract suite.
+  it.skipIf(TEST_STORE !== "sqlite")("when 100,000 matching timers are cancelled by prefix, then unrelated timers keep firing on time, none of them fires, and a late older schedule stays cancelled", async () => {
     harness = await startFaultHarness({ TIMER_POLLING_INTERVAL: "1000" });
     const { client, service } = harness;
     await service.kill("SIGTERM");
