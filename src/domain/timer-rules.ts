@@ -83,11 +83,20 @@ function newTimer(command: ScheduleTimerCommand | CancelTimerCommand, state: Tim
     repeat: schedule?.repeat ?? null,
     occurrence: 1,
     maxLatenessMs: schedule?.maxLatenessMs ?? null,
-    delivery: schedule?.delivery ?? null,
-    createdBy: schedule?.createdBy ?? null,
-    createdVia: schedule?.createdVia ?? null,
-    attempt: 0,
+    ...trackingMembers(undefined, schedule?.delivery ?? null, schedule?.createdBy ?? null, schedule?.createdVia ?? null),
   };
+}
+
+/**
+ * The §11 members a schedule stores: only those that are set or were set before, so that a timer
+ * without them looks as it did before v2 §11.
+ */
+function trackingMembers(current: Timer | undefined, delivery: DeliveryPolicy | null, createdBy: string | null, createdVia: string | null): Partial<Timer> {
+  const members: { delivery?: DeliveryPolicy | null; createdBy?: string | null; createdVia?: string | null } = {};
+  if (delivery !== null || current?.delivery != null) members.delivery = delivery;
+  if (createdBy !== null) members.createdBy = createdBy;
+  if (createdVia !== null) members.createdVia = createdVia;
+  return members;
 }
 
 function sameDelivery(a: DeliveryPolicy | null | undefined, b: DeliveryPolicy | null | undefined): boolean {
@@ -123,7 +132,11 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
   if (firesTheSame(current, command)) {
     if (current.maxLatenessMs === maxLatenessMs && sameDelivery(current.delivery, delivery)) return bumpCommandTs(current, command.timestampMs, nowMs);
     // Only the lateness or delivery policy changed: stored, but the same version fires (no new generation).
-    return { outcome: "accepted", previous: current, next: { ...current, maxLatenessMs, delivery, createdBy, createdVia, commandTs: command.timestampMs, updatedAtMs: nowMs } };
+    return {
+      outcome: "accepted",
+      previous: current,
+      next: { ...current, maxLatenessMs, ...trackingMembers(current, delivery, createdBy, createdVia), commandTs: command.timestampMs, updatedAtMs: nowMs },
+    };
   }
   return {
     outcome: "accepted",
@@ -142,9 +155,7 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
       repeat: command.repeat ?? null,
       occurrence: 1,
       maxLatenessMs,
-      delivery,
-      createdBy,
-      createdVia,
+      ...trackingMembers(current, delivery, createdBy, createdVia),
     },
   };
 }

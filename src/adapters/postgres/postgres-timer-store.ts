@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
-import type { DeadlineTimer, DeliveryPolicy } from "../../domain/delivery-rules.js";
+import type { DeadlineTimer } from "../../domain/delivery-rules.js";
+import { deliveryOf, deliveryText, withTracking } from "../delivery-columns.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
 import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
@@ -64,22 +65,7 @@ function compareCodePoints(a: string, b: string): number {
 type Row<T> = Omit<T, "repeat"> & { readonly repeat: string | null };
 
 function fromRow<T extends { readonly repeat: unknown }>(row: Row<T>): T {
-  const delivery = (row as { delivery?: string | null }).delivery;
-  return {
-    ...row,
-    repeat: row.repeat === null ? null : parseRecurrence(row.repeat),
-    ...(delivery === undefined ? {} : { delivery: deliveryOf(delivery) }),
-  } as unknown as T;
-}
-
-function deliveryOf(text: string | null): DeliveryPolicy | null {
-  return text === null ? null : (JSON.parse(text) as DeliveryPolicy);
-}
-
-function deliveryText(delivery: DeliveryPolicy | null | undefined): string | null {
-  if (!delivery) return null;
-  const { maxRetries, backoffMs, completionTimeoutMs } = delivery;
-  return JSON.stringify({ maxRetries, backoffMs, completionTimeoutMs });
+  return withTracking({ ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) }) as unknown as T;
 }
 
 /** One firing's columns for RECORD_FIRINGS. */

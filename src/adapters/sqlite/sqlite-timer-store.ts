@@ -5,7 +5,8 @@ import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, DueCursor, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
-import type { DeadlineTimer, DeliveryPolicy } from "../../domain/delivery-rules.js";
+import type { DeadlineTimer } from "../../domain/delivery-rules.js";
+import { deliveryOf, deliveryText, withTracking } from "../delivery-columns.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
@@ -89,19 +90,9 @@ type DueTimerRow = Row<Omit<DueTimer, "prefixCancelTs">>;
 type DeadlineTimerRow = Omit<DeadlineTimer, "delivery"> & { delivery: string };
 type StoredTimer = Omit<Timer, "repeat" | "delivery"> & { repeat: string | null; delivery: string | null };
 
-function deliveryOf(text: string | null): DeliveryPolicy | null {
-  return text === null ? null : (JSON.parse(text) as DeliveryPolicy);
-}
-
-function deliveryText(delivery: DeliveryPolicy | null | undefined): string | null {
-  if (!delivery) return null;
-  const { maxRetries, backoffMs, completionTimeoutMs } = delivery;
-  return JSON.stringify({ maxRetries, backoffMs, completionTimeoutMs });
-}
-
 function timerOf(row: TimerRow | undefined): Timer | undefined {
   if (row === undefined) return undefined;
-  return { ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat), delivery: deliveryOf(row.delivery) };
+  return withTracking({ ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) }) as Timer;
 }
 
 function storedOf(timer: Timer): StoredTimer {

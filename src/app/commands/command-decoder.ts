@@ -183,7 +183,9 @@ export class CommandDecoder {
       type,
       command: {
         kind: "schedule", tenantId, serviceCallId, dueAtMs, data, correlationId, timestampMs, repeat, maxLatenessMs,
-        delivery, createdBy: parsed.data.createdBy ?? null, createdVia: parsed.data.createdVia ?? null,
+        ...(delivery === null ? {} : { delivery }),
+        ...(parsed.data.createdBy == null ? {} : { createdBy: parsed.data.createdBy }),
+        ...(parsed.data.createdVia == null ? {} : { createdVia: parsed.data.createdVia }),
       },
     };
   }
