@@ -46,6 +46,9 @@ export function firstPublish(policy: DeliveryPolicy, nowMs: number): { readonly 
  */
 export function decideReport(current: Timer | undefined, command: ReportCommand, nowMs: number): CommandDecision {
   const ignored: CommandDecision = { outcome: "ignored", previous: current };
+  if (current?.state === "Scheduled" && current.delivery && current.dueAtMs !== null && current.dueAtMs <= nowMs) {
+    return { ...ignored, retryLater: true };
+  }
   if (current === undefined || current.state !== "Fired" || !current.delivery) return ignored;
   if (command.timestampMs < current.commandTs) return ignored;
   if (command.kind === "complete") {

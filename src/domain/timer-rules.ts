@@ -13,7 +13,16 @@ import type { CancelTimerCommand, CancelTimersByPrefixCommand, KeyCommand, Sched
  */
 export type CommandDecision =
   | { readonly outcome: "accepted"; readonly previous: Timer | undefined; readonly next?: Timer }
-  | { readonly outcome: "ignored"; readonly previous: Timer | undefined; readonly next?: Timer };
+  | {
+      readonly outcome: "ignored";
+      readonly previous: Timer | undefined;
+      readonly next?: Timer;
+      /**
+       * A report for a tracked timer that is due but not yet recorded `Fired`: its event may be out
+       * already, its record on the way (publish first, then record). Worth asking again shortly.
+       */
+      readonly retryLater?: boolean;
+    };
 
 /**
  * What the store knows besides the timer. For a command about one key: the newest timestamp of

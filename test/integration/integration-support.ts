@@ -2,6 +2,7 @@ import { expect } from "vitest";
 import { jetstream, jetstreamManager, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
 import type { ReceivedEvent, TimerClient } from "../support/timer-client.js";
 import type { TimerServiceProcess } from "../support/timer-service-process.js";
+import { scrapeMetrics as scrapeBaseUrl, series } from "../support/prometheus-metrics.js";
 
 /** Helpers shared by the integration tests: raw commands, metrics, barriers and polling waits. */
 
@@ -86,29 +87,12 @@ export async function barrier(client: TimerClient, tenantId = "barrier", dueAt =
   return client.waitForDue(tenantId, serviceCallId);
 }
 
-/** Every sample of /metrics as `name{label="value",…}` (labels sorted) → value. */
-export async function scrapeMetrics(service: TimerServiceProcess): Promise<Map<string, number>> {
-  const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
-  const samples = new Map<string, number>();
-  for (const line of text.split("\n")) {
-    if (line === "" || line.startsWith("#")) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (match === null) continue;
-    const labels = [...(match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)]
-      .map(([, key, value]) => `${key}="${value}"`)
-      .sort();
-    samples.set(labels.length === 0 ? match[1]! : `${match[1]}{${labels.join(",")}}`, Number(match[3]));
-  }
-  return samples;
+/** Every sample of the service's /metrics (labels sorted; see test/support/prometheus-metrics.ts). */
+export function scrapeMetrics(service: TimerServiceProcess): Promise<Map<string, number>> {
+  return scrapeBaseUrl(service.baseUrl);
 }
 
-/** One sample's key as `scrapeMetrics` spells it. */
-export function series(name: string, labels: Record<string, string> = {}): string {
-  const parts = Object.entries(labels)
-    .map(([key, value]) => `${key}="${value}"`)
-    .sort();
-  return parts.length === 0 ? name : `${name}{${parts.join(",")}}`;
-}
+export { series };
 
 export function commandsSeries(type: string, outcome: string): string {
   return series("timer_commands_received_total", { type, outcome });

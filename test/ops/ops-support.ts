@@ -1,9 +1,8 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { accessSync, constants, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawnSync, type ChildProcess } from "node:child_process";
+import { accessSync, constants, existsSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../support/free-port.js";
+import { TimerServiceProcess } from "../support/timer-service-process.js";
 
 /** The repository's root folder (test/ops/.. /..). */
 export const repoRoot = resolve(fileURLToPath(new URL(".", import.meta.url)), "..", "..");
@@ -104,13 +103,8 @@ export async function waitFor<T>(what: string, children: readonly Child[], probe
   }
 }
 
-/** The built service (`node dist/main.js`) on a free port with its own database folder. */
-export interface RunningService {
-  readonly child: Child;
-  readonly httpPort: number;
-  /** Stops the service and removes its database folder. */
-  dispose(): Promise<void>;
-}
+/** The built service (`node dist/main.js`) on a free port with its own database: the one spawner of the tests. */
+export type RunningService = TimerServiceProcess;
 
 /**
  * Starts `node dist/main.js` (build it first: `npm run build`, which `npm test` runs) and waits
@@ -119,36 +113,5 @@ export interface RunningService {
 export async function startService(brokerUrl: string, env: Record<string, string> = {}): Promise<RunningService> {
   const main = join(repoRoot, "dist", "main.js");
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first (npm test does)`);
-  const dataDir = mkdtempSync(join(tmpdir(), "timer-ops-db-"));
-  const httpPort = await freePort();
-  const child = new Child(
-    "timer-service",
-    spawn(process.execPath, [main], {
-      cwd: repoRoot,
-      env: {
-        ...process.env,
-        TIMER_BROKER_URL: brokerUrl,
-        TIMER_HTTP_HOST: "127.0.0.1",
-        TIMER_HTTP_PORT: String(httpPort),
-        TIMER_DB_PATH: join(dataDir, "timer.db"),
-        TIMER_LOG_LEVEL: "warn",
-        ...env,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    }),
-  );
-  const dispose = async (): Promise<void> => {
-    await child.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  };
-  const readyz = `http://127.0.0.1:${httpPort}/readyz`;
-  try {
-    await waitFor(`${readyz} did not answer 200`, [child], async () =>
-      (await fetch(readyz)).status === 200 ? true : undefined,
-    );
-  } catch (e) {
-    await dispose();
-    throw e;
-  }
-  return { child, httpPort, dispose };
+  return TimerServiceProcess.start(brokerUrl, { TIMER_LOG_LEVEL: "warn", ...env });
 }

@@ -39,7 +39,7 @@ describe("Prometheus scraping the built service", () => {
 
   /** The first sample of `promql` that satisfies `accept`, once Prometheus has scraped one. */
   function sampleOf(promql: string, accept: (s: Sample) => boolean = () => true): Promise<Sample> {
-    return waitFor(`Prometheus returned no sample of ${promql} as expected`, [service!.child, prometheus!], async () =>
+    return waitFor(`Prometheus returned no sample of ${promql} as expected`, [prometheus!], async () =>
       (await query(promql)).find(accept),
     );
   }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { freePort } from "./free-port.js";
+import { normalizeSeries, scrapeMetrics } from "./prometheus-metrics.js";
 import { dropSchema, TEST_DATABASE_URL, TEST_STORE, uniqueSchema } from "./test-postgres.js";
 
 const REPO_ROOT = resolve(import.meta.dirname, "../..");
@@ -126,11 +127,7 @@ export class TimerServiceProcess {
 
   /** The value of one metric series from /metrics, e.g. `timer_schedules_pending`. */
   async metric(series: string): Promise<number | undefined> {
-    const text = await (await fetch(`${this.baseUrl}/metrics`)).text();
-    for (const line of text.split("\n")) {
-      if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-    }
-    return undefined;
+    return (await scrapeMetrics(this.baseUrl)).get(normalizeSeries(series));
   }
 
   /** Parsed log lines (pino JSON); lines that are not JSON are skipped. */

@@ -24,6 +24,12 @@ const ACK: CommandSettlement = { kind: "ack" };
 const RETRY_BASE_MS = 250;
 /** Short enough that commands are stored within seconds once a storage fault clears. */
 const RETRY_MAX_MS = 5_000;
+/**
+ * A report that may have overtaken the record of its timer's publish is delivered again this many
+ * times at most, REPORT_RETRY_MS apart, before it counts as ignored (CONTRACT §11).
+ */
+const REPORT_RETRY_DELIVERIES = 5;
+const REPORT_RETRY_MS = 200;
 
 /** Redelivery delay after a transient fault: doubling per delivery, capped. */
 export function retryDelayMs(deliveryCount: number): number {
@@ -67,8 +73,13 @@ export class TimerCommandProcessor {
     if (valid.length > 0) {
       const applied = await this.apply(valid.map((v) => v.command));
       valid.forEach((v, i) => {
-        settlements[v.index] = applied === undefined ? { kind: "nak", delayMs: retryDelayMs(batch[v.index]!.deliveryCount) } : ACK;
         const decision = applied?.[i];
+        const deliveryCount = batch[v.index]!.deliveryCount;
+        if (decision?.outcome === "ignored" && decision.retryLater === true && deliveryCount < REPORT_RETRY_DELIVERIES) {
+          settlements[v.index] = { kind: "nak", delayMs: REPORT_RETRY_MS };
+          return;
+        }
+        settlements[v.index] = applied === undefined ? { kind: "nak", delayMs: retryDelayMs(deliveryCount) } : ACK;
         if (decision !== undefined) this.deps.metrics.commandHandled(v.type, decision.outcome);
       });
     }
