@@ -13,6 +13,8 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
       "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "inline-type-imports" }],
       "no-constant-condition": ["error", { checkLoops: false }],
+      // A `let` captured by a closure before its one assignment (readiness checks in the composition root).
+      "prefer-const": ["error", { ignoreReadBeforeAssign: true }],
     },
   },
   {

@@ -42,6 +42,8 @@ export type DueTimeReached = Envelope<
     readonly lateMs: number;
     readonly occurrence?: number;
     readonly missedOccurrences?: number;
+    /** A tracked timer's publish (1, 2, …; CONTRACT §11); absent when the timer has no `delivery`. */
+    readonly attempt?: number;
   }
 >;
 

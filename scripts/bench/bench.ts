@@ -29,6 +29,7 @@ import { pollAtSize } from "./scenarios/poll-at-size.js";
 import { queriesAt1M, retentionSweep } from "./scenarios/queries.js";
 import { recurringLoad } from "./scenarios/recurring-load.js";
 import { instances } from "./scenarios/instances.js";
+import { deliveryOverhead } from "./scenarios/delivery-overhead.js";
 
 type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 
@@ -45,6 +46,8 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "recurringLoad", run: recurringLoad, timeoutMs: 15 * 60_000 },
   // Issue 9: Postgres with 1, 2, 3 instances and SQLite, or the one deployment given with --store/--instances.
   { name: "instances", run: instances, timeoutMs: 60 * 60_000 },
+  // Issue 15: CPU per timer with and without completion tracking (delivery).
+  { name: "deliveryOverhead", run: deliveryOverhead, timeoutMs: 20 * 60_000 },
 ];
 
 interface Args extends BenchOptions {

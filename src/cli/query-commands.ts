@@ -51,12 +51,12 @@ class QueryFailed extends Error {
   override readonly name = "QueryFailed";
 }
 
-async function request(nc: NatsConnection, subject: string, body: object): Promise<any> {
+async function request(nc: NatsConnection, subject: string, body: object): Promise<Record<string, unknown>> {
   let reply;
   try {
     reply = await nc.request(subject, JSON.stringify(body), { timeout: 10_000 });
   } catch (error) {
-    throw new Error(`no answer on ${subject} (is timer-service running? ${(error as Error).message})`);
+    throw new Error(`no answer on ${subject} (is timer-service running? ${(error as Error).message})`, { cause: error });
   }
   const code = reply.headers?.get("Nats-Service-Error-Code");
   if (code) throw new QueryFailed(`${code}: ${reply.headers?.get("Nats-Service-Error") ?? "query failed"}`);
@@ -92,7 +92,7 @@ export async function runQueryCommand(command: "get" | "list" | "stats", flags: 
     await ctx.withConnection(async (nc) => {
       let cursor = flags.cursor ?? null;
       do {
-        const page = await request(nc, subject, { ...base, ...(cursor === null ? {} : { cursor }) });
+        const page = (await request(nc, subject, { ...base, ...(cursor === null ? {} : { cursor }) })) as { timers: unknown[]; nextCursor: string | null };
         for (const timer of page.timers) ctx.out(JSON.stringify(timer));
         cursor = page.nextCursor;
       } while (flags.all === true && cursor !== null);

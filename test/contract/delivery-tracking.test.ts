@@ -5,7 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
 import { openPostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
-import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
+import { openSqliteTimerStore, SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
+import { MemoryTimerRetention } from "../../src/adapters/memory/memory-timer-retention.js";
+import { SqliteTimerRetention } from "../../src/adapters/sqlite/sqlite-timer-retention.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "../../src/app/commands/timer-command-processor.js";
 import { DeliveryDeadlineWorker } from "../../src/app/firing/delivery-deadline-worker.js";
@@ -170,6 +172,54 @@ describe.each(Object.keys(harnesses))("completion tracking on the %s store", (na
     expect(await get("done")).toMatchObject({ state: "Completed" });
     expect(metrics.count("TimerCompleted", "ignored")).toBe(2);
     expect(metrics.count("TimerFailed", "ignored")).toBe(2);
+  });
+
+  it("when a report overtakes the record of the first publish, then it is delivered again shortly and then applies", async () => {
+    await schedule("fast");
+    clock.set(T0 + 1_000);
+    const type = "TimerCompleted";
+    const report = (deliveryCount: number) =>
+      rawCommand("timer.commands.complete.acme", { id: "r1", type, tenantId: "acme", timestampMs: T0 + 1_000, payload: { tenantId: "acme", serviceCallId: "fast" } }, { deliveryCount });
+    expect(await processor.process([report(1)])).toEqual([{ kind: "nak", delayMs: 200 }]);
+    await dueWorker.poll();
+    expect(await processor.process([report(2)])).toEqual([{ kind: "ack" }]);
+    expect(await get("fast")).toMatchObject({ state: "Completed" });
+    expect(metrics.count("TimerCompleted", "accepted")).toBe(1);
+    expect(metrics.count("TimerCompleted", "ignored")).toBe(0);
+  });
+
+  it("when a report for a due, unrecorded timer keeps coming back, then after a few deliveries it counts as ignored", async () => {
+    await schedule("stuck");
+    clock.set(T0 + 1_000);
+    const body = { id: "r2", type: "TimerFailed", tenantId: "acme", timestampMs: T0 + 1_000, payload: { tenantId: "acme", serviceCallId: "stuck", reason: "x" } };
+    expect(await processor.process([rawCommand("timer.commands.fail.acme", body, { deliveryCount: 5 })])).toEqual([{ kind: "ack" }]);
+    expect(metrics.count("TimerFailed", "ignored")).toBe(1);
+  });
+
+  it("when retention sweeps, then Completed, Failed and TimedOut timers go and Fired ones stay (CONTRACT §7)", async (context) => {
+    const store = harness.store;
+    const retention =
+      store instanceof MemoryTimerStore ? new MemoryTimerRetention(store) : store instanceof SqliteTimerStore ? new SqliteTimerRetention(store.database) : undefined;
+    // Postgres: covered with seeded rows by timer-retention.contract.ts.
+    if (retention === undefined) return context.skip();
+    for (const id of ["completed", "failed", "timedout", "fired"]) await schedule(id, { delivery: { maxRetries: 0, backoffMs: 100, completionTimeoutMs: 1_000 } });
+    clock.set(T0 + 1_000);
+    await dueWorker.poll();
+    await send("complete", { serviceCallId: "completed" });
+    await send("fail", { serviceCallId: "failed", reason: "x" });
+    clock.advance(1_000);
+    await deadlineWorker.poll();
+    expect(await get("timedout")).toMatchObject({ state: "TimedOut" });
+    await schedule("fired", {}); // ignored: its event is out
+    clock.advance(1); // "fired" timed out too; fire a fresh one to keep a Fired timer
+    await schedule("still-fired", { dueAt: formatInstant(clock.now()), delivery: { maxRetries: 0, completionTimeoutMs: 3_600_000 } });
+    await dueWorker.poll();
+    expect(await get("still-fired")).toMatchObject({ state: "Fired" });
+    expect(await retention.deleteFinalTimers(clock.now() + 1, 100)).toBe(4);
+    expect(await get("completed")).toBeUndefined();
+    expect(await get("failed")).toBeUndefined();
+    expect(await get("timedout")).toBeUndefined();
+    expect(await get("still-fired")).toMatchObject({ state: "Fired" });
   });
 
   it("when a retry's publish fails, then the retry stays waiting and goes out on the next poll", async () => {

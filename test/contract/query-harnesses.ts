@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import type Database from "better-sqlite3";
 import type { TimerRecord } from "../../src/app/queries/timer-queries.js";
 import type { DecideCommand } from "../../src/app/timer-store.js";
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
@@ -61,7 +62,7 @@ export async function memoryHarness(): Promise<QueryHarness> {
   return { queries: new MemoryTimerQueries(store), retention: new MemoryTimerRetention(store), seed, v2: true, cleanup: () => store.close() };
 }
 
-export async function sqliteHarness(): Promise<QueryHarness & { database: import("better-sqlite3").Database }> {
+export async function sqliteHarness(): Promise<QueryHarness & { database: Database.Database }> {
   const folder = mkdtempSync(join(tmpdir(), "timer-queries-"));
   const store = openSqliteTimerStore({ path: join(folder, "timer.db") });
   const db = store.database;

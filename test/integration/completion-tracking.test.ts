@@ -77,6 +77,14 @@ describe("completion tracking (CONTRACT §11)", () => {
     expect(Date.parse(timer!.completedAt) - Date.parse(timer!.firedAt)).toBe(timer!.durationMs);
   });
 
+  it("when a consumer reports the instant its event arrives, then the report is not lost even if it overtakes the record", async () => {
+    const ids = Array.from({ length: 20 }, () => uniqueId("fast"));
+    const dueAtMs = Date.now() + 300;
+    for (const id of ids) await schedule(id, { maxRetries: 0, completionTimeoutMs: 60_000 }, dueAtMs);
+    await Promise.all(ids.map(async (id) => complete((await attempt(id, 1)).body.payload.serviceCallId)));
+    for (const id of ids) expect(await until(id, (t) => t?.state !== "Fired" && t?.state !== "Scheduled")).toMatchObject({ state: "Completed" });
+  });
+
   it("when the consumer fails twice then completes, then attempts 2 and 3 come after backoff × 2^(attempt−1), with their own ids", async () => {
     const id = uniqueId("flaky");
     const backoffMs = 400;

@@ -24,7 +24,7 @@ function profilesByService(config: string): Record<string, string[]> {
   for (const line of lines) {
     if (/^\S/.test(line)) inServices = line === "services:";
     if (!inServices) continue;
-    const service = /^  ([\w.-]+):$/.exec(line);
+    const service = /^ {2}([\w.-]+):$/.exec(line);
     if (service !== null) {
       current = service[1]!;
       services[current] = [];
@@ -32,8 +32,8 @@ function profilesByService(config: string): Record<string, string[]> {
       continue;
     }
     if (current === undefined) continue;
-    if (/^    [\w.-]+:/.test(line)) inProfiles = line === "    profiles:";
-    const item = /^    - (\S+)$/.exec(line);
+    if (/^ {4}[\w.-]+:/.test(line)) inProfiles = line === "    profiles:";
+    const item = /^ {4}- (\S+)$/.exec(line);
     if (inProfiles && item !== null) services[current]!.push(item[1]!);
   }
   return services;
@@ -78,22 +78,22 @@ describe("docker-compose.yml", () => {
     expect(result.code, result.output).toBe(0);
     for (const replica of ["timer-service-pg-1", "timer-service-pg-2"]) {
       const service = new RegExp(`^  ${replica}:\\n([\\s\\S]*?)(?=^  \\S|^\\S)`, "m").exec(result.output)?.[1] ?? "";
-      expect(service).toMatch(/^      TIMER_STORE: postgres$/m);
-      expect(service).toMatch(/^      TIMER_DATABASE_URL: postgres:\/\/\S+@postgres:5432\/\S+$/m);
-      expect(service).toMatch(/^      TIMER_CONSUMER: timer-service-pg$/m);
-      expect(service).toMatch(/^      TIMER_BROKER_URL: nats:\/\/nats:4222$/m);
+      expect(service).toMatch(/^ {6}TIMER_STORE: postgres$/m);
+      expect(service).toMatch(/^ {6}TIMER_DATABASE_URL: postgres:\/\/\S+@postgres:5432\/\S+$/m);
+      expect(service).toMatch(/^ {6}TIMER_CONSUMER: timer-service-pg$/m);
+      expect(service).toMatch(/^ {6}TIMER_BROKER_URL: nats:\/\/nats:4222$/m);
     }
   });
 
   it("when .env.example holds host values, then the container still gets the broker, database and address it needs", ({ skip }) => {
     const result = runCommand(requireCompose(skip), ["config"]);
     expect(result.code, result.output).toBe(0);
-    const timerService = /^  timer-service:\n([\s\S]*?)(?=^  \S|^\S)/m.exec(result.output)?.[1] ?? "";
+    const timerService = /^ {2}timer-service:\n([\s\S]*?)(?=^ {2}\S|^\S)/m.exec(result.output)?.[1] ?? "";
 
-    expect(timerService).toMatch(/^      TIMER_BROKER_URL: nats:\/\/nats:4222$/m);
-    expect(timerService).toMatch(/^      TIMER_DB_PATH: \/data\/timer\.db$/m);
-    expect(timerService).toMatch(/^      TIMER_HTTP_HOST: 0\.0\.0\.0$/m);
-    expect(timerService).toMatch(/^    - timer-data:\/data(:rw)?$/m);
+    expect(timerService).toMatch(/^ {6}TIMER_BROKER_URL: nats:\/\/nats:4222$/m);
+    expect(timerService).toMatch(/^ {6}TIMER_DB_PATH: \/data\/timer\.db$/m);
+    expect(timerService).toMatch(/^ {6}TIMER_HTTP_HOST: 0\.0\.0\.0$/m);
+    expect(timerService).toMatch(/^ {4}- timer-data:\/data(:rw)?$/m);
   });
 
   it("when read as text, then nats runs deploy/nats/nats-server.conf, which fsyncs before every ack (sync_interval: always)", () => {

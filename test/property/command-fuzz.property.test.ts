@@ -42,6 +42,7 @@ const KNOWN_CODES: ReadonlySet<RejectionCode> = new Set([
   "DUE_TOO_FAR",
 ]);
 const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+// eslint-disable-next-line no-control-regex -- the model's own definition of a control character
 const CONTROL = /[\u0000-\u001F\u007F-\u009F]/;
 
 let decoded = 0;
@@ -88,7 +89,7 @@ function decodeAndCheck(raw: RawCommand): DecodedCommand {
   try {
     result = decoder.decode(raw);
   } catch (error) {
-    throw new Error(`decode threw ${String(error)} on subject ${JSON.stringify(raw.subject)}, ${raw.body.byteLength} bytes`);
+    throw new Error(`decode threw ${String(error)} on subject ${JSON.stringify(raw.subject)}, ${raw.body.byteLength} bytes`, { cause: error });
   }
   const problems: string[] = [];
   const check = (ok: boolean, problem: string) => {

@@ -160,6 +160,6 @@ function run(bin: string, args: readonly string[]): string {
     return execFileSync(bin, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   } catch (error) {
     const e = error as { stderr?: string; message: string };
-    throw new Error(`${bin} ${args.join(" ")} failed: ${e.stderr ?? e.message}`);
+    throw new Error(`${bin} ${args.join(" ")} failed: ${e.stderr ?? e.message}`, { cause: error });
   }
 }

@@ -258,7 +258,7 @@ export class HttpProbe {
     while (!this.stopped) {
       const atMs = Date.now();
       let status = 0;
-      let body = "";
+      let body: string;
       try {
         const response = await fetch(this.url, { signal: AbortSignal.timeout(this.timeoutMs) });
         status = response.status;

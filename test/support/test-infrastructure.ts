@@ -289,7 +289,7 @@ export async function waitForPostgres(url: string, timeoutMs: number): Promise<v
       await client.query("SELECT 1");
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`postgres did not answer at ${url} within ${timeoutMs} ms: ${String(error)}`);
+      if (Date.now() > deadline) throw new Error(`postgres did not answer at ${url} within ${timeoutMs} ms: ${String(error)}`, { cause: error });
     } finally {
       await client.end().catch(() => undefined);
     }

@@ -40,6 +40,10 @@ const HTML = `<!doctype html>
     <table id="fires"><thead><tr><th>serviceCallId</th><th>dueAt</th><th>reachedAt</th><th>lag</th></tr></thead><tbody></tbody></table>
   </section>
   <section>
+    <h2>Deliveries not done (Failed, TimedOut)</h2>
+    <table id="undone"><thead><tr><th>serviceCallId</th><th>state</th><th>attempts</th><th>last reason</th><th>firedAt</th><th>createdBy</th></tr></thead><tbody></tbody></table>
+  </section>
+  <section>
     <h2>Look up a timer</h2>
     <form id="lookup"><input id="lookup-id" placeholder="serviceCallId" required> <button type="submit">Look up</button></form>
     <pre id="lookup-result"></pre>
@@ -112,6 +116,11 @@ async function showTenant(tenant) {
   fill("fires", fires, (row, t) => {
     cell(row, t.serviceCallId); cell(row, t.dueAt); cell(row, t.reachedAt);
     cell(row, t.reachedAt ? (Date.parse(t.reachedAt) - Date.parse(t.dueAt)) + " ms" : "", "num");
+  });
+  // Tracked timers whose work never got confirmed (CONTRACT §11), 20 of each state.
+  const undone = (await Promise.all(["Failed", "TimedOut"].map((s) => api(base + "state=" + s + "&limit=20")))).flatMap((r) => r.body.timers);
+  fill("undone", undone, (row, t) => {
+    cell(row, t.serviceCallId); cell(row, t.state); cell(row, t.attempt ?? "", "num"); cell(row, t.reason ?? ""); cell(row, t.firedAt ?? ""); cell(row, t.createdBy ?? "");
   });
 }
 

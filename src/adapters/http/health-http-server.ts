@@ -73,7 +73,7 @@ export class HealthHttpServer {
   }
 }
 
-function reply(response: import("node:http").ServerResponse, status: number, body: object): void {
+function reply(response: ServerResponse, status: number, body: object): void {
   response.writeHead(status, { "Content-Type": "application/json" });
   response.end(JSON.stringify(body));
 }

@@ -101,7 +101,7 @@ export class MemoryTimerStore implements TimerStore {
       maxLatenessMs: t.maxLatenessMs,
       commandTs: t.commandTs,
       reachedAtMs: t.reachedAtMs,
-      delivery: t.delivery ?? null,
+      ...(t.delivery ? { delivery: t.delivery } : {}),
       prefixCancelTs: this.#prefixIndex.latestFor(t.tenantId, t.serviceCallId),
     }));
   }

@@ -336,6 +336,7 @@ export class SqliteTimerStore implements TimerStore {
       row.prefixCancelTs = none ? null : index.latestFor(row.tenantId, row.serviceCallId);
       if (row.repeat !== null) (row as { repeat: unknown }).repeat = parseRecurrence(row.repeat);
       if (row.delivery !== null) (row as { delivery: unknown }).delivery = deliveryOf(row.delivery);
+      else delete (row as { delivery?: unknown }).delivery;
     }
     return rows as unknown as DueTimer[];
   }

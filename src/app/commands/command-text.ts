@@ -5,6 +5,7 @@ export const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 /** The tenant token of events whose command named no valid tenant. */
 export const UNKNOWN_TENANT = "_unknown";
 
+// eslint-disable-next-line no-control-regex -- control characters (C0, DEL, C1) are what this rejects
 const CONTROL_CHARACTER = /[\u0000-\u001F\u007F-\u009F]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 

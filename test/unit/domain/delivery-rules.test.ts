@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decideDeadline, decideReport, retryDelayMs, type DeadlineTimer, type DeliveryPolicy } from "../../../src/domain/delivery-rules.js";
-import { decideFiring } from "../../../src/domain/firing-rules.js";
+import { decideFiring, type FiringTimer } from "../../../src/domain/firing-rules.js";
 import { decideCommand } from "../../../src/domain/timer-rules.js";
 import type { Timer } from "../../../src/domain/timer.js";
 import type { ReportCommand } from "../../../src/domain/timer-command.js";
@@ -28,14 +28,14 @@ describe("retryDelayMs", () => {
 
 describe("firing a tracked timer", () => {
   it("when a timer with delivery fires, then it becomes Fired at attempt 1 with its completion time-out as deadline", () => {
-    const timer = { ...fired({ state: "Scheduled", reachedAtMs: null }), prefixCancelTs: null };
+    const timer = { ...fired({ state: "Scheduled", reachedAtMs: null }) } as FiringTimer;
     const decision = decideFiring(timer, 2_000, calendar, null);
     expect(decision.kind).toBe("reached");
     expect(decision.next).toMatchObject({ state: "Fired", reachedAtMs: 2_000, tracking: { attempt: 1, firedAtMs: 2_000, deadlineAtMs: 12_000 } });
   });
 
   it("when a timer with delivery is too late, then it is Missed and not tracked", () => {
-    const timer = { ...fired({ state: "Scheduled", maxLatenessMs: 10 }), prefixCancelTs: null };
+    const timer = { ...fired({ state: "Scheduled", maxLatenessMs: 10 }) } as FiringTimer;
     expect(decideFiring(timer, 2_000, calendar, null).next).toMatchObject({ state: "Missed" });
   });
 });
@@ -62,7 +62,7 @@ describe("decideReport", () => {
 
   it.each<[string, Timer | undefined]>([
     ["unknown", undefined],
-    ["Scheduled", fired({ state: "Scheduled" })],
+    ["Scheduled (not yet due)", fired({ state: "Scheduled", dueAtMs: 999_999 })],
     ["Reached (no delivery)", fired({ state: "Reached", delivery: null })],
     ["Fired without delivery", fired({ delivery: null })],
     ["Completed", fired({ state: "Completed" })],
@@ -71,6 +71,13 @@ describe("decideReport", () => {
   ])("when the timer is %s, then reports are ignored", (_, timer) => {
     expect(decideReport(timer, complete(), 5_000)).toEqual({ outcome: "ignored", previous: timer });
     expect(decideReport(timer, fail(), 5_000)).toEqual({ outcome: "ignored", previous: timer });
+  });
+
+  it("when a tracked timer is due but not yet recorded Fired, then a report is ignored but worth retrying (it may have overtaken the record)", () => {
+    const due = fired({ state: "Scheduled", dueAtMs: 4_000 });
+    expect(decideReport(due, complete(), 5_000)).toEqual({ outcome: "ignored", previous: due, retryLater: true });
+    const untracked = fired({ state: "Scheduled", dueAtMs: 4_000, delivery: null });
+    expect(decideReport(untracked, complete(), 5_000)).toEqual({ outcome: "ignored", previous: untracked });
   });
 
   it("when a report is older than the timer's last command, then it is ignored (§3.2)", () => {
