@@ -26,7 +26,8 @@ export class NatsCommandConsumer {
 
   constructor(
     private readonly js: JetStreamClient,
-    private readonly processor: TimerCommandProcessor,
+    /** The command use case; only its batch entry point is used (tests pass a stand-in). */
+    private readonly processor: Pick<TimerCommandProcessor, "process">,
     private readonly options: { readonly stream: string; readonly consumer: string; readonly logger: Logger; readonly onMissingConsumer: () => void },
   ) {}
 
