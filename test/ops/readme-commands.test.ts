@@ -103,6 +103,12 @@ describe("README commands", () => {
       }
       return;
     }
+    if (line.startsWith("npx tsx examples/")) {
+      // An example program: it talks to this test's broker and service and exits 0 when it worked.
+      const result = sh(line, env, 60_000);
+      expect(result.code, result.output).toBe(0);
+      return;
+    }
     if (line.startsWith("npx timer-service ")) {
       const args = line.slice("npx timer-service ".length);
       if (args === "serve") return checkServe(nats.url);
