@@ -3,7 +3,6 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
-
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "examples/node_modules/**", "test-artifacts/**", "coverage/**"] },
   js.configs.recommended,
@@ -42,7 +41,10 @@ export default tseslint.config(
         {
           patterns: [
             { regex: "(^|/)adapters/", message: "the application depends on ports, not on adapters" },
-            { regex: "(^|/)(service|config|storage-config|run-timer-service|main)\\.js$", message: "the application does not know the composition root or its configuration" },
+            {
+              regex: "(^|/)(service|config|storage-config|run-timer-service|main)\\.js$",
+              message: "the application does not know the composition root or its configuration",
+            },
             { regex: "^(?!\\.|node:|zod$)", message: "the application imports only the domain, its own files, node: built-ins and zod" },
           ],
         },

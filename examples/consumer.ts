@@ -50,7 +50,15 @@ export type DueTimeReached = Envelope<
 /** Published instead of DueTimeReached when the timer had `maxLatenessMs` and fired later than that. */
 export type DueTimeMissed = Envelope<
   "DueTimeMissed",
-  { readonly tenantId: string; readonly serviceCallId: string; readonly dueAt: string; readonly missedAt: string; readonly lateMs: number; readonly generation: number; readonly data?: unknown }
+  {
+    readonly tenantId: string;
+    readonly serviceCallId: string;
+    readonly dueAt: string;
+    readonly missedAt: string;
+    readonly lateMs: number;
+    readonly generation: number;
+    readonly data?: unknown;
+  }
 >;
 
 /** A command the service could not accept; `commandId` is the command envelope's `id`. */

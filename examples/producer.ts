@@ -51,7 +51,10 @@ export function brokerUrls(): string[] {
 }
 
 /** Publishes a `ScheduleTimer` and resolves with the command and the stream's ack. */
-export async function scheduleTimer(js: JetStreamClient, request: ScheduleRequest): Promise<{ command: ScheduleTimerCommand; ack: PubAck }> {
+export async function scheduleTimer(
+  js: JetStreamClient,
+  request: ScheduleRequest,
+): Promise<{ command: ScheduleTimerCommand; ack: PubAck }> {
   const command: ScheduleTimerCommand = {
     id: request.commandId ?? randomUUID(),
     type: "ScheduleTimer",

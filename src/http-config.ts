@@ -16,6 +16,7 @@ export function loadAdminToken(env: Env): string | undefined {
   if (raw.trim() !== raw || !/^[\x21-\x7E]+$/.test(raw)) {
     throw new ConfigError("TIMER_ADMIN_TOKEN", "must be printable ASCII without spaces");
   }
-  if (raw.length < MIN_ADMIN_TOKEN_LENGTH) throw new ConfigError("TIMER_ADMIN_TOKEN", `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long`);
+  if (raw.length < MIN_ADMIN_TOKEN_LENGTH)
+    throw new ConfigError("TIMER_ADMIN_TOKEN", `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long`);
   return raw;
 }

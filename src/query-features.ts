@@ -40,7 +40,8 @@ export interface QueryFeaturesDeps {
 /** The adapters of the queries and retention ports for the store in use. */
 function adaptersFor(deps: QueryFeaturesDeps): { queries: TimerQueries; retention: TimerRetention; pool?: pg.Pool } {
   const { store, config, logger } = deps;
-  if (store instanceof SqliteTimerStore) return { queries: new SqliteTimerQueries(store.database), retention: new SqliteTimerRetention(store.database) };
+  if (store instanceof SqliteTimerStore)
+    return { queries: new SqliteTimerQueries(store.database), retention: new SqliteTimerRetention(store.database) };
   if (store instanceof MemoryTimerStore) return { queries: new MemoryTimerQueries(store), retention: new MemoryTimerRetention(store) };
   const { databaseUrl, databaseSchema } = config.storage;
   if (config.storage.store !== "postgres" || databaseUrl === undefined) throw new Error("queries: no adapter for this store");
@@ -80,7 +81,11 @@ export class QueryFeatures {
 
   /** Serves the NATS endpoints and starts retention: with the work, once this instance may work (SQLite lease). */
   async start(connection: NatsConnection): Promise<void> {
-    this.#nats ??= await NatsQueryService.start(connection, this.#queryService, { subjectPrefix: this.deps.config.subjectPrefix, version: VERSION, logger: this.deps.logger });
+    this.#nats ??= await NatsQueryService.start(connection, this.#queryService, {
+      subjectPrefix: this.deps.config.subjectPrefix,
+      version: VERSION,
+      logger: this.deps.logger,
+    });
     this.#retentionLoop.start();
   }
 

@@ -53,7 +53,12 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
     const store = await openTimerStore(config, logger);
     // A SQLite file serves one instance: the service leases its consumer in the broker (CONTRACT §6).
     const exclusiveStoreId = store instanceof SqliteTimerStore ? readSqliteStoreId(store.database) : undefined;
-    service = await startTimerService(config, { store, logger, clock: systemClock, ...(exclusiveStoreId === undefined ? {} : { exclusiveStoreId }) });
+    service = await startTimerService(config, {
+      store,
+      logger,
+      clock: systemClock,
+      ...(exclusiveStoreId === undefined ? {} : { exclusiveStoreId }),
+    });
   } catch (error) {
     logger.fatal({ err: error }, "timer service failed to start");
     process.exit(1);

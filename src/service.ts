@@ -116,7 +116,10 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   }
   const connectedBroker = broker;
   metrics.brokerConnected.set(1);
-  const brokerGauge = setInterval(() => metrics.brokerConnected.set(connectedBroker.isConnected && connectedBroker.topologyReady ? 1 : 0), 1_000);
+  const brokerGauge = setInterval(
+    () => metrics.brokerConnected.set(connectedBroker.isConnected && connectedBroker.topologyReady ? 1 : 0),
+    1_000,
+  );
   brokerGauge.unref();
 
   const acks = new JetStreamAckTracker(connectedBroker.connection, PUBLISH_ACK_TIMEOUT_MS);
@@ -128,7 +131,16 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   const calendar = new CronerCalendar();
   // Completion tracking (CONTRACT §11): retries and completion time-outs of Fired timers.
   const deadlineLoop = new DeliveryDeadlineLoop({
-    worker: new DeliveryDeadlineWorker({ store, publisher, clock, metrics, logger, batchSize: config.batchSize, owner, claimTtlMs: config.storage.claimTtlMs }),
+    worker: new DeliveryDeadlineWorker({
+      store,
+      publisher,
+      clock,
+      metrics,
+      logger,
+      batchSize: config.batchSize,
+      owner,
+      claimTtlMs: config.storage.claimTtlMs,
+    }),
     store,
     clock,
     logger,
@@ -174,10 +186,18 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     runningLoop.start();
     deadlineLoop.start();
     sweeper.start();
-    await queryFeatures.start(connectedBroker.connection).catch((error: unknown) => logger.error({ err: error }, "starting queries and retention failed"));
+    await queryFeatures
+      .start(connectedBroker.connection)
+      .catch((error: unknown) => logger.error({ err: error }, "starting queries and retention failed"));
     await commandConsumer.start();
     logger.info(
-      { commandsStream: config.commandsStream, eventsStream: config.eventsStream, consumer: config.consumerName, store: config.storage.store, owner },
+      {
+        commandsStream: config.commandsStream,
+        eventsStream: config.eventsStream,
+        consumer: config.consumerName,
+        store: config.storage.store,
+        owner,
+      },
       "timer service started",
     );
   };
@@ -193,7 +213,8 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       logger,
       onAcquired: () => void startWork(),
       // Another database took the consumer while this one was cut off: never work on both.
-      onLost: () => void Promise.all([commandConsumer.stop(), runningLoop.stop(), deadlineLoop.stop(), sweeper.stop(), queryFeatures.stop()]),
+      onLost: () =>
+        void Promise.all([commandConsumer.stop(), runningLoop.stop(), deadlineLoop.stop(), sweeper.stop(), queryFeatures.stop()]),
     });
     lease.start();
   }
@@ -210,7 +231,9 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       await sweeper.stop();
       await queryFeatures.stop();
       await lease?.stop();
-      await store.releaseClaims(owner).catch((error: unknown) => logger.warn({ err: error }, "releasing claims failed; they expire by themselves"));
+      await store
+        .releaseClaims(owner)
+        .catch((error: unknown) => logger.warn({ err: error }, "releasing claims failed; they expire by themselves"));
       await connectedBroker.close();
       acks.close();
       await store.close();

@@ -21,7 +21,10 @@ export function watchStorageOutage(store: TimerStore, logger: Logger, intervalMs
     }
     failingSinceMs ??= Date.now();
     checks += 1;
-    logger.warn({ outageMs: Date.now() - failingSinceMs, checks }, "storage not writable; commands are redelivered and firing retries until it is");
+    logger.warn(
+      { outageMs: Date.now() - failingSinceMs, checks },
+      "storage not writable; commands are redelivered and firing retries until it is",
+    );
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);

@@ -18,7 +18,19 @@
  */
 import { mkdirSync, writeFileSync, readdirSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { REPO_ROOT, Scope, loadAverage, log, machineInfo, round, withTimeout, type BenchContext, type BenchOptions, type ProfileWindow, type StoreKind } from "./harness.js";
+import {
+  REPO_ROOT,
+  Scope,
+  loadAverage,
+  log,
+  machineInfo,
+  round,
+  withTimeout,
+  type BenchContext,
+  type BenchOptions,
+  type ProfileWindow,
+  type StoreKind,
+} from "./harness.js";
 import { formatProfile, summarizeCpuProfile, type ProfileSummary } from "./cpu-profile.js";
 import { rawCeiling } from "./scenarios/raw-ceiling.js";
 import { ingest } from "./scenarios/ingest.js";
@@ -71,7 +83,11 @@ function parseArgs(argv: readonly string[]): Args {
     };
     if (arg === "--quick") quick = true;
     else if (arg === "--profile") profile = true;
-    else if (arg.startsWith("--only")) only = value().split(",").map((s) => s.trim()).filter((s) => s !== "");
+    else if (arg.startsWith("--only"))
+      only = value()
+        .split(",")
+        .map((s) => s.trim())
+        .filter((s) => s !== "");
     else if (arg.startsWith("--size")) {
       const v = value().toLowerCase();
       if (v !== "1m" && v !== "10m") usage(`--size is 1m or 10m, not ${v}`);
@@ -90,7 +106,8 @@ function parseArgs(argv: readonly string[]): Args {
   }
   for (const name of only ?? []) if (!SCENARIOS.some((s) => s.name === name)) usage(`unknown scenario ${name}`);
   if (only?.includes("pollAt10M")) size = "10m";
-  if (instanceCount !== undefined && instanceCount > 1 && store !== "postgres") usage("--instances above 1 needs --store postgres (SQLite: one instance per consumer)");
+  if (instanceCount !== undefined && instanceCount > 1 && store !== "postgres")
+    usage("--instances above 1 needs --store postgres (SQLite: one instance per consumer)");
   // Only the instances scenario runs several processes; the others run one on the chosen store.
   if (instanceCount !== undefined && instanceCount > 1 && (only === undefined || only.some((name) => name !== "instances"))) {
     usage("--instances above 1 applies to the instances scenario only: add --only instances");
@@ -138,14 +155,20 @@ const TARGETS: Target[] = [
 ];
 
 function lookup(results: Record<string, unknown>, path: string): unknown {
-  return path.split(".").reduce<unknown>((value, key) => (value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined), results);
+  return path
+    .split(".")
+    .reduce<unknown>(
+      (value, key) => (value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined),
+      results,
+    );
 }
 
 function checkTargets(results: Record<string, unknown>, ran: Set<string>, quick: boolean, profiled: boolean) {
   return TARGETS.filter((t) => ran.has(t.path.split(".")[0]!)).map((t) => {
     const value = lookup(results, t.path);
     const target = quick && t.scalesWithCount ? t.target / 10 : t.target;
-    if (typeof value !== "number" || Number.isNaN(value)) return { name: t.name, target: `${t.op} ${target} ${t.unit}`, value: null, unit: t.unit, verdict: "no figure" };
+    if (typeof value !== "number" || Number.isNaN(value))
+      return { name: t.name, target: `${t.op} ${target} ${t.unit}`, value: null, unit: t.unit, verdict: "no figure" };
     const pass = t.op === "<=" ? value <= target : value >= target;
     const invalid = t.path.startsWith("burst.") && lookup(results, "burst.valid") === false;
     return {
@@ -187,10 +210,14 @@ async function main(): Promise<number> {
     log("dist/main.js is missing: run `npm run build` (npm run bench does it)");
     return 2;
   }
-  const selected = SCENARIOS.filter((s) => (args.only === undefined ? s.sizeFlag !== true || args.size === "10m" : args.only.includes(s.name)));
+  const selected = SCENARIOS.filter((s) =>
+    args.only === undefined ? s.sizeFlag !== true || args.size === "10m" : args.only.includes(s.name),
+  );
   const startedAt = new Date();
   const machine = { ...machineInfo(), loadAverageBefore: loadAverage() };
-  log(`timer-service bench: ${selected.map((s) => s.name).join(", ")}${args.quick ? " (quick)" : ""}; load average ${machine.loadAverageBefore.join(" ")}`);
+  log(
+    `timer-service bench: ${selected.map((s) => s.name).join(", ")}${args.quick ? " (quick)" : ""}; load average ${machine.loadAverageBefore.join(" ")}`,
+  );
 
   const results: Record<string, unknown> = {};
   const profileWindows: ProfileWindow[] = [];
@@ -229,7 +256,9 @@ async function main(): Promise<number> {
     for (const window of profileWindows) {
       const dir = join(args.profileDir, window.label);
       if (!existsSync(dir)) continue;
-      for (const file of readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).sort()) {
+      for (const file of readdirSync(dir)
+        .filter((f) => f.endsWith(".cpuprofile"))
+        .sort()) {
         const summary = summarizeCpuProfile(join(dir, file), 15, window);
         if (summary === undefined) continue;
         profiles[window.name] = summary;
@@ -255,7 +284,9 @@ async function main(): Promise<number> {
 
   process.stderr.write("\ntargets:\n");
   for (const t of targets) {
-    process.stderr.write(`  ${t.verdict.padEnd(9)} ${t.name.padEnd(42)} ${String(t.value ?? "-").padStart(9)} ${t.unit ?? ""}  (target ${t.target})\n`);
+    process.stderr.write(
+      `  ${t.verdict.padEnd(9)} ${t.name.padEnd(42)} ${String(t.value ?? "-").padStart(9)} ${t.unit ?? ""}  (target ${t.target})\n`,
+    );
   }
   for (const [name, message] of Object.entries(errors)) process.stderr.write(`  FAILED    ${name}: ${message}\n`);
 

@@ -34,7 +34,10 @@ export interface ProfileSummary {
 
 function where(url: string, line: number): string {
   if (url === "") return "";
-  const short = url.replace(/^file:\/\//, "").replace(/^.*\/node_modules\//, "").replace(/^.*\/dist\//, "dist/");
+  const short = url
+    .replace(/^file:\/\//, "")
+    .replace(/^.*\/node_modules\//, "")
+    .replace(/^.*\/dist\//, "dist/");
   return `${short}:${line + 1}`;
 }
 
@@ -74,7 +77,8 @@ export function summarizeCpuProfile(file: string, top = 20, window?: { fromUs: n
   });
   if (first === undefined) return undefined;
 
-  const key = (n: ProfileNode): string => `${n.callFrame.functionName || "(anonymous)"}\u0000${where(n.callFrame.url, n.callFrame.lineNumber)}`;
+  const key = (n: ProfileNode): string =>
+    `${n.callFrame.functionName || "(anonymous)"}\u0000${where(n.callFrame.url, n.callFrame.lineNumber)}`;
   const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
   const pkgs = new Map<string, number>();
@@ -116,9 +120,18 @@ export function summarizeCpuProfile(file: string, top = 20, window?: { fromUs: n
     busyMs: ms(busy),
     idleMs: ms(idle),
     gcMs: ms(gc),
-    topSelf: [...self].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, us]) => ({ ...split(k), selfMs: ms(us), pct: pct(us) })),
-    topInclusiveService: [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, us]) => ({ ...split(k), totalMs: ms(us), pct: pct(us) })),
-    byPackage: [...pkgs].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([pkg, us]) => ({ pkg, selfMs: ms(us), pct: pct(us) })),
+    topSelf: [...self]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, us]) => ({ ...split(k), selfMs: ms(us), pct: pct(us) })),
+    topInclusiveService: [...inclusive]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, us]) => ({ ...split(k), totalMs: ms(us), pct: pct(us) })),
+    byPackage: [...pkgs]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 12)
+      .map(([pkg, us]) => ({ pkg, selfMs: ms(us), pct: pct(us) })),
   };
 }
 
@@ -129,7 +142,9 @@ export function formatProfile(summary: ProfileSummary, label: string): string {
     "  self time (busy %):",
     ...summary.topSelf.map((f) => `    ${f.pct.toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(7)} ms  ${f.fn}  ${f.at}`),
     "  inclusive, service code:",
-    ...summary.topInclusiveService.slice(0, 12).map((f) => `    ${f.pct.toFixed(1).padStart(5)}%  ${f.totalMs.toFixed(0).padStart(7)} ms  ${f.fn}  ${f.at}`),
+    ...summary.topInclusiveService
+      .slice(0, 12)
+      .map((f) => `    ${f.pct.toFixed(1).padStart(5)}%  ${f.totalMs.toFixed(0).padStart(7)} ms  ${f.fn}  ${f.at}`),
     "  self time by package:",
     ...summary.byPackage.map((p) => `    ${p.pct.toFixed(1).padStart(5)}%  ${p.selfMs.toFixed(0).padStart(7)} ms  ${p.pkg}`),
   ];

@@ -101,7 +101,9 @@ export async function waitUntil<T>(
       lastError = error;
     }
     if (performance.now() > deadline) {
-      throw new Error(`timed out after ${Math.round(options.timeoutMs / 1000)} s waiting for ${options.what}${lastError === undefined ? "" : ` (last error: ${String(lastError)})`}`);
+      throw new Error(
+        `timed out after ${Math.round(options.timeoutMs / 1000)} s waiting for ${options.what}${lastError === undefined ? "" : ` (last error: ${String(lastError)})`}`,
+      );
     }
     await sleep(options.intervalMs ?? 50);
   }
@@ -195,11 +197,16 @@ export async function startService(
   label: string,
   env: Record<string, string> = {},
 ): Promise<TimerServiceProcess> {
-  const command = ctx.profileDir === undefined
-    ? undefined
-    : [process.execPath, "--cpu-prof", `--cpu-prof-dir=${resolve(ctx.profileDir, label)}`, "dist/main.js"];
+  const command =
+    ctx.profileDir === undefined
+      ? undefined
+      : [process.execPath, "--cpu-prof", `--cpu-prof-dir=${resolve(ctx.profileDir, label)}`, "dist/main.js"];
   const storeEnv = ctx.store === "postgres" ? postgresEnv(uniqueSchema("bench")) : {};
-  const service = await TimerServiceProcess.start(brokerUrl, { ...storeEnv, ...env }, { waitReady: false, ...(command === undefined ? {} : { command }) });
+  const service = await TimerServiceProcess.start(
+    brokerUrl,
+    { ...storeEnv, ...env },
+    { waitReady: false, ...(command === undefined ? {} : { command }) },
+  );
   ctx.scope.defer(() => service.dispose());
   await service.waitUntilReady(120_000);
   return service;
@@ -229,10 +236,15 @@ export async function startServices(
   // Registered first, so undone last: the schema is dropped once every instance has stopped.
   if (schema !== undefined) ctx.scope.defer(() => dropSchema(schema));
   for (let i = 0; i < instances; i++) {
-    const command = ctx.profileDir === undefined
-      ? undefined
-      : [process.execPath, "--cpu-prof", `--cpu-prof-dir=${resolve(ctx.profileDir, `${label}-${i}`)}`, "dist/main.js"];
-    const service = await TimerServiceProcess.start(brokerUrl, { ...storeEnv, ...env }, { waitReady: false, ...(command === undefined ? {} : { command }) });
+    const command =
+      ctx.profileDir === undefined
+        ? undefined
+        : [process.execPath, "--cpu-prof", `--cpu-prof-dir=${resolve(ctx.profileDir, `${label}-${i}`)}`, "dist/main.js"];
+    const service = await TimerServiceProcess.start(
+      brokerUrl,
+      { ...storeEnv, ...env },
+      { waitReady: false, ...(command === undefined ? {} : { command }) },
+    );
     // Not disposed: that would drop the shared schema under the other instances.
     ctx.scope.defer(async () => {
       await service.kill("SIGKILL").catch(() => undefined);
@@ -367,7 +379,9 @@ export async function publishAll(
   const watchdog = setInterval(() => {
     const now = performance.now();
     if (now - firstPerfMs > options.timeoutMs) {
-      failure ??= new Error(`${options.label}: publishing did not finish within ${Math.round(options.timeoutMs / 1000)} s (${acked}/${n} acked)`);
+      failure ??= new Error(
+        `${options.label}: publishing did not finish within ${Math.round(options.timeoutMs / 1000)} s (${acked}/${n} acked)`,
+      );
       finish?.();
       return;
     }
@@ -443,7 +457,12 @@ export class DueEventCollector {
   private waiter: { count: number; resolve: () => void } | undefined;
   private readonly subscription: Subscription;
 
-  constructor(ctx: BenchContext, nc: NatsConnection, subject: string, private readonly keepBodies = false) {
+  constructor(
+    ctx: BenchContext,
+    nc: NatsConnection,
+    subject: string,
+    private readonly keepBodies = false,
+  ) {
     this.subscription = nc.subscribe(subject, {
       callback: (error, message) => {
         if (error !== null) return;
@@ -481,7 +500,11 @@ export class DueEventCollector {
     if (this.seen.size >= count) return;
     const progress = setInterval(() => log(`${label}: ${this.seen.size}/${count} events received`), 2_000);
     try {
-      await withTimeout(new Promise<void>((resolve) => (this.waiter = { count, resolve })), timeoutMs, `${label} (${this.seen.size}/${count} events)`);
+      await withTimeout(
+        new Promise<void>((resolve) => (this.waiter = { count, resolve })),
+        timeoutMs,
+        `${label} (${this.seen.size}/${count} events)`,
+      );
     } finally {
       clearInterval(progress);
       this.waiter = undefined;
@@ -748,7 +771,12 @@ export function populateScheduled(
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = OFF");
     db.pragma("cache_size = -262144"); // 256 MiB for the bulk load only
-    const columns = db.prepare("PRAGMA table_info(timer_schedules)").all() as { name: string; notnull: number; dflt_value: unknown; pk: number }[];
+    const columns = db.prepare("PRAGMA table_info(timer_schedules)").all() as {
+      name: string;
+      notnull: number;
+      dflt_value: unknown;
+      pk: number;
+    }[];
     if (columns.length === 0) throw new Error(`${dbPath} has no table timer_schedules: did the service migrate it?`);
     const nowMs = Date.now();
     const known: Record<string, (i: number) => unknown> = {
@@ -766,13 +794,18 @@ export function populateScheduled(
     const used = columns.filter((c) => c.name in known);
     const unknownRequired = columns.filter((c) => !(c.name in known) && c.notnull === 1 && c.dflt_value === null);
     if (unknownRequired.length > 0) {
-      throw new Error(`timer_schedules has NOT NULL columns the bench does not know (${unknownRequired.map((c) => c.name).join(", ")}); update populateScheduled in scripts/bench/harness.ts`);
+      throw new Error(
+        `timer_schedules has NOT NULL columns the bench does not know (${unknownRequired.map((c) => c.name).join(", ")}); update populateScheduled in scripts/bench/harness.ts`,
+      );
     }
     const otherTables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[])
       .map((t) => t.name)
       .filter((name) => name !== "timer_schedules" && !name.startsWith("__drizzle") && !name.startsWith("sqlite_"));
-    if (otherTables.length > 0) log(`${options.label}: note: the database also has tables ${otherTables.join(", ")}; the bench fills only timer_schedules`);
-    const insert = db.prepare(`INSERT INTO timer_schedules (${used.map((c) => c.name).join(", ")}) VALUES (${used.map(() => "?").join(", ")})`);
+    if (otherTables.length > 0)
+      log(`${options.label}: note: the database also has tables ${otherTables.join(", ")}; the bench fills only timer_schedules`);
+    const insert = db.prepare(
+      `INSERT INTO timer_schedules (${used.map((c) => c.name).join(", ")}) VALUES (${used.map(() => "?").join(", ")})`,
+    );
     const getters = used.map((c) => known[c.name]!);
     const insertRange = db.transaction((from: number, to: number) => {
       for (let i = from; i < to; i++) insert.run(...getters.map((get) => get(i)));
@@ -802,7 +835,8 @@ export async function withRowsInserted(
   service: TimerServiceProcess,
   options: Parameters<typeof populateScheduled>[1],
 ): Promise<{ populate: ReturnType<typeof populateScheduled> }> {
-  if (service.env.TIMER_STORE === "postgres") throw new Error("this scenario fills a SQLite file directly: it runs with --store sqlite only");
+  if (service.env.TIMER_STORE === "postgres")
+    throw new Error("this scenario fills a SQLite file directly: it runs with --store sqlite only");
   await stopService(service);
   ctx.log(`inserting ${options.count} Scheduled rows into ${service.env.TIMER_DB_PATH}`);
   const populate = populateScheduled(service.env.TIMER_DB_PATH!, options);
@@ -820,7 +854,9 @@ export function percentile(values: readonly number[], q: number): number | undef
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
-export function summary(values: readonly number[]): { p50: number; p90: number; p99: number; max: number; min: number; mean: number } | undefined {
+export function summary(
+  values: readonly number[],
+): { p50: number; p90: number; p99: number; max: number; min: number; mean: number } | undefined {
   if (values.length === 0) return undefined;
   return {
     min: round(Math.min(...values)),

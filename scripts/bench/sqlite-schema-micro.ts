@@ -43,7 +43,10 @@ const VARIANTS: Variant[] = [
 ];
 
 function schemaSql(withoutRowid: boolean): string[] {
-  const migration = readFileSync(join(REPO_ROOT, "drizzle/0000_init.sql"), "utf8").split("--> statement-breakpoint").map((s) => s.trim()).filter((s) => s !== "");
+  const migration = readFileSync(join(REPO_ROOT, "drizzle/0000_init.sql"), "utf8")
+    .split("--> statement-breakpoint")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   return withoutRowid ? migration.map((s) => (s.startsWith("CREATE TABLE") ? s.replace(/\);\s*$/, ") WITHOUT ROWID;") : s)) : migration;
 }
 
@@ -76,7 +79,8 @@ function run(dir: string, v: Variant): Record<string, unknown> {
     for (const p of v.pragmas ?? []) db.pragma(p);
 
     const select = db.prepare(`SELECT ${COLUMNS} FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?`);
-    const upsert = db.prepare(`INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id, command_ts, registered_at, reached_at, updated_at)
+    const upsert =
+      db.prepare(`INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id, command_ts, registered_at, reached_at, updated_at)
       VALUES (@tenantId, @serviceCallId, @state, @dueAtMs, @data, @correlationId, @commandTs, @registeredAtMs, @reachedAtMs, @updatedAtMs)
       ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET state = excluded.state, due_at = excluded.due_at, data = excluded.data,
         correlation_id = excluded.correlation_id, command_ts = excluded.command_ts, registered_at = excluded.registered_at,
@@ -85,7 +89,16 @@ function run(dir: string, v: Variant): Record<string, unknown> {
       const now = Date.now();
       for (const c of batch) {
         select.get(c.tenantId, c.serviceCallId);
-        upsert.run({ ...c, state: "Scheduled", data: null, correlationId: null, commandTs: now, registeredAtMs: now, reachedAtMs: null, updatedAtMs: now });
+        upsert.run({
+          ...c,
+          state: "Scheduled",
+          data: null,
+          correlationId: null,
+          commandTs: now,
+          registeredAtMs: now,
+          reachedAtMs: null,
+          updatedAtMs: now,
+        });
       }
     }).immediate;
     const random = prng(42);
@@ -109,11 +122,21 @@ function run(dir: string, v: Variant): Record<string, unknown> {
     db.exec(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${FIRE - 1})
       INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, command_ts, registered_at, updated_at)
       SELECT 'due', printf('d-%08d', i), 'Scheduled', ${now - 60_000} + i, 0, 0, 0 FROM n`);
-    const findDue = db.prepare(`SELECT ${COLUMNS} FROM timer_schedules WHERE state = 'Scheduled' AND due_at <= ? ORDER BY due_at, tenant_id, service_call_id LIMIT 100`);
+    const findDue = db.prepare(
+      `SELECT ${COLUMNS} FROM timer_schedules WHERE state = 'Scheduled' AND due_at <= ? ORDER BY due_at, tenant_id, service_call_id LIMIT 100`,
+    );
     const mark = db.prepare(`UPDATE timer_schedules SET state = 'Reached', reached_at = @r, updated_at = @r
       WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Scheduled' AND due_at = @dueAtMs AND data IS @data AND correlation_id IS @correlationId`);
     const markAll = db.transaction((rows: Record<string, unknown>[]) => {
-      for (const r of rows) mark.run({ tenantId: r.tenantId, serviceCallId: r.serviceCallId, dueAtMs: r.dueAtMs, data: r.data, correlationId: r.correlationId, r: Date.now() });
+      for (const r of rows)
+        mark.run({
+          tenantId: r.tenantId,
+          serviceCallId: r.serviceCallId,
+          dueAtMs: r.dueAtMs,
+          data: r.data,
+          correlationId: r.correlationId,
+          r: Date.now(),
+        });
     }).immediate;
     w0 = wchar();
     c0 = cpuUs();

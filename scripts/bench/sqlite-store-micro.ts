@@ -54,8 +54,19 @@ async function runCase(dir: string, c: Case, template: string | undefined): Prom
   const base = Date.now() + DAY;
   const commands: TimerCommand[] = Array.from({ length: COMMANDS }, (_, i) => {
     // random: keys spread over the pre-populated ones (t-00000000 … t-{PENDING}); sequential: appended
-    const key = c.keys === "random" ? `t-${String(Math.floor(random() * Math.max(1, c.pending))).padStart(8, "0")}-n${i}` : `u-${String(i).padStart(8, "0")}`;
-    return { kind: "schedule", tenantId: "bench", serviceCallId: key, dueAtMs: base + Math.floor(random() * 30 * DAY), data: null, correlationId: null, timestampMs: Date.now() };
+    const key =
+      c.keys === "random"
+        ? `t-${String(Math.floor(random() * Math.max(1, c.pending))).padStart(8, "0")}-n${i}`
+        : `u-${String(i).padStart(8, "0")}`;
+    return {
+      kind: "schedule",
+      tenantId: "bench",
+      serviceCallId: key,
+      dueAtMs: base + Math.floor(random() * 30 * DAY),
+      data: null,
+      correlationId: null,
+      timestampMs: Date.now(),
+    };
   });
   const w0 = wchar();
   const c0 = cpuUs();
@@ -104,7 +115,17 @@ async function fireCase(dir: string, pending: number, template: string | undefin
     if (due.length === 0) break;
     const firedAtMs = Date.now();
     await store.recordFirings(
-      due.map((t) => ({ ...t, next: { state: "Reached", dueAtMs: t.dueAtMs, occurrence: 1, reachedAtMs: firedAtMs, commandTs: t.commandTs, updatedAtMs: firedAtMs } })),
+      due.map((t) => ({
+        ...t,
+        next: {
+          state: "Reached",
+          dueAtMs: t.dueAtMs,
+          occurrence: 1,
+          reachedAtMs: firedAtMs,
+          commandTs: t.commandTs,
+          updatedAtMs: firedAtMs,
+        },
+      })),
     );
     markUs += (performance.now() - b) * 1000;
     findUs += (b - a) * 1000;
@@ -137,7 +158,13 @@ try {
     template = join(dir, "template.db");
     await openSqliteTimerStore({ path: template }).close();
     const base = Date.now() + DAY;
-    const p = populateScheduled(template, { count: PENDING, tenantId: "bench", idPrefix: "t", dueAtMs: (i) => base + Math.floor((i * 30 * DAY) / PENDING), label: "template" });
+    const p = populateScheduled(template, {
+      count: PENDING,
+      tenantId: "bench",
+      idPrefix: "t",
+      dueAtMs: (i) => base + Math.floor((i * 30 * DAY) / PENDING),
+      label: "template",
+    });
     process.stderr.write(`template: ${PENDING} rows in ${p.seconds} s (${p.dbSizeMB} MB)\n`);
   }
   const results: Record<string, unknown>[] = [];

@@ -38,7 +38,11 @@ export async function explainMissing(
   jsm: JetStreamManager,
   log: (line: string) => void,
 ): Promise<void> {
-  const rows = await storedRows(services[0]!, tenantId, missing.map((i) => `t-${i}`));
+  const rows = await storedRows(
+    services[0]!,
+    tenantId,
+    missing.map((i) => `t-${i}`),
+  );
   const states = new Map<string, number>();
   for (const i of missing) {
     const state = rows.get(`t-${i}`)?.state ?? "absent";
@@ -52,9 +56,10 @@ export async function explainMissing(
   const stream = await jsm.streams.info("TIMER_COMMANDS").catch(() => undefined);
   log(`crash-loop: commands stream state: ${JSON.stringify(stream?.state)}`);
   for (const i of missing.slice(0, 3)) {
-    const stored = await jsm.streams
-      .getMessage("TIMER_COMMANDS", { seq: commandSeq[i]! })
-      .then((m) => m?.string() ?? "not found", (error: unknown) => String(error));
+    const stored = await jsm.streams.getMessage("TIMER_COMMANDS", { seq: commandSeq[i]! }).then(
+      (m) => m?.string() ?? "not found",
+      (error: unknown) => String(error),
+    );
     log(`crash-loop: t-${i}: command at sequence ${commandSeq[i]} of the commands stream: ${stored}`);
   }
   for (const [index, service] of services.entries()) {
@@ -72,7 +77,7 @@ interface StoredRow {
 
 /** The rows of `ids` in the store the service was configured with. */
 async function storedRows(service: TimerServiceProcess, tenantId: string, ids: readonly string[]): Promise<Map<string, StoredRow>> {
-  const columns = "service_call_id AS id, state, command_ts AS \"commandTs\", updated_at AS \"updatedAt\"";
+  const columns = 'service_call_id AS id, state, command_ts AS "commandTs", updated_at AS "updatedAt"';
   if (service.env.TIMER_STORE === "postgres") {
     const client = new pg.Client({ connectionString: service.env.TIMER_DATABASE_URL });
     await client.connect();

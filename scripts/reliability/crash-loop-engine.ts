@@ -95,7 +95,8 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   const startedAtMs = Date.now();
   const store = options.store ?? "sqlite";
   const instances = options.instances ?? 1;
-  if (store === "sqlite" && instances !== 1) throw new Error("crash-loop: SQLite runs one instance per consumer (CONTRACT §6); use --store postgres");
+  if (store === "sqlite" && instances !== 1)
+    throw new Error("crash-loop: SQLite runs one instance per consumer (CONTRACT §6); use --store postgres");
   log(
     `crash-loop: seed ${options.seed}, ${options.timers} timers at ${options.rate}/s, ${options.kills} kills, ${options.brokerRestarts} broker restarts, ` +
       `store ${store}, ${instances} instance(s)`,
@@ -105,9 +106,17 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   const dueOffsetMs = Float64Array.from({ length: options.timers }, () =>
     random() < PAST_SHARE ? -Math.floor(random() * 2_000) : Math.floor(random() * MAX_AHEAD_MS),
   );
-  const actions = shuffle([...Array<"kill">(options.kills).fill("kill"), ...Array<"broker">(options.brokerRestarts).fill("broker")], random);
+  const actions = shuffle(
+    [...Array<"kill">(options.kills).fill("kill"), ...Array<"broker">(options.brokerRestarts).fill("broker")],
+    random,
+  );
   const chaos = actions
-    .map((action) => ({ action, atShare: 0.05 + 0.9 * random(), downMs: 300 + Math.floor(random() * 1_500), delayMs: Math.floor(random() * 300) }))
+    .map((action) => ({
+      action,
+      atShare: 0.05 + 0.9 * random(),
+      downMs: 300 + Math.floor(random() * 1_500),
+      delayMs: Math.floor(random() * 300),
+    }))
     .sort((a, b) => a.atShare - b.atShare);
 
   // Which instance each kill hits, drawn after the plan above so that a seed's plan does not change.
@@ -206,13 +215,19 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
           await sleep(step.downMs);
           await nats.restart();
           const after = await lastSequences(jsm, 10_000);
-          log(`crash-loop: broker restart ${brokerRestarts}: last sequences before the kill ${JSON.stringify(before)}, after the restart ${JSON.stringify(after)}`);
+          log(
+            `crash-loop: broker restart ${brokerRestarts}: last sequences before the kill ${JSON.stringify(before)}, after the restart ${JSON.stringify(after)}`,
+          );
         }
-        log(`crash-loop: ${step.action === "kill" ? `kill ${kills}` : `broker restart ${brokerRestarts}`} at ${acceptedCount} accepted (${((Date.now() - startedAtMs) / 1000).toFixed(1)} s)`);
+        log(
+          `crash-loop: ${step.action === "kill" ? `kill ${kills}` : `broker restart ${brokerRestarts}`} at ${acceptedCount} accepted (${((Date.now() - startedAtMs) / 1000).toFixed(1)} s)`,
+        );
       }
     })();
     await Promise.all([load, chaosDone]);
-    log(`crash-loop: load done: ${acceptedCount} accepted, ${publishRetries} publish retries (${((Date.now() - startedAtMs) / 1000).toFixed(1)} s)`);
+    log(
+      `crash-loop: load done: ${acceptedCount} accepted, ${publishRetries} publish retries (${((Date.now() - startedAtMs) / 1000).toFixed(1)} s)`,
+    );
 
     for (const service of services) await service.waitUntilReady(60_000);
     const eventsReader = reader;
@@ -230,10 +245,16 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       await sleep(250);
     }
     if (missing.length > 0) {
-      log(`crash-loop: not fired: ${missing.slice(0, 20).map((i) => `t-${i}`).join(", ")}${missing.length > 20 ? ", …" : ""}`);
+      log(
+        `crash-loop: not fired: ${missing
+          .slice(0, 20)
+          .map((i) => `t-${i}`)
+          .join(", ")}${missing.length > 20 ? ", …" : ""}`,
+      );
       await explainMissing(TENANT, missing, commandSeq, services, jsm, log);
     }
-    if (eventsReader.lostTail.length > 0) log(`crash-loop: the events stream lost its tail in a broker restart: ${JSON.stringify(eventsReader.lostTail)}`);
+    if (eventsReader.lostTail.length > 0)
+      log(`crash-loop: the events stream lost its tail in a broker restart: ${JSON.stringify(eventsReader.lostTail)}`);
 
     const index = (serviceCallId: string): number => (serviceCallId.startsWith("t-") ? Number(serviceCallId.slice(2)) : -1);
     const lags: number[] = [];

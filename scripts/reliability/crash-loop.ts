@@ -38,7 +38,9 @@ if (store !== "sqlite" && store !== "postgres") {
 }
 const instances = count("instances", values.instances);
 if (instances < 1 || (store === "sqlite" && instances !== 1)) {
-  process.stderr.write(`crash-loop: --instances must be 1 with sqlite (one instance per consumer) and at least 1 with postgres, got ${instances}\n`);
+  process.stderr.write(
+    `crash-loop: --instances must be 1 with sqlite (one instance per consumer) and at least 1 with postgres, got ${instances}\n`,
+  );
   process.exit(2);
 }
 const report = await runCrashLoop({

@@ -12,7 +12,16 @@ export function deliveryText(delivery: DeliveryPolicy | null | undefined): strin
   return JSON.stringify({ maxRetries, backoffMs, completionTimeoutMs });
 }
 
-const TRACKING_MEMBERS = ["delivery", "createdBy", "createdVia", "firedAtMs", "completedAtMs", "result", "lastReason", "deadlineAtMs"] as const;
+const TRACKING_MEMBERS = [
+  "delivery",
+  "createdBy",
+  "createdVia",
+  "firedAtMs",
+  "completedAtMs",
+  "result",
+  "lastReason",
+  "deadlineAtMs",
+] as const;
 
 /**
  * A timer row with its §11 members parsed, and those that are unset (null, attempt 0) left out, so

@@ -16,7 +16,8 @@ export async function openTimerStore(config: TimerServiceConfig, logger: Logger)
     return openPostgresTimerStore({
       url: databaseUrl,
       schema: databaseSchema,
-      onIdleError: (error) => logger.warn({ error: error.message, schema: databaseSchema }, "Postgres connection lost; the pool reconnects"),
+      onIdleError: (error) =>
+        logger.warn({ error: error.message, schema: databaseSchema }, "Postgres connection lost; the pool reconnects"),
     });
   }
   return openSqliteTimerStore({
@@ -25,6 +26,9 @@ export async function openTimerStore(config: TimerServiceConfig, logger: Logger)
     // better-sqlite3 waits for a lock on the only thread: a long wait would freeze HTTP and the
     // broker connection. Short, and the nak-and-redeliver retry does the waiting instead.
     busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS,
-    backgroundCheckpoint: { intervalMs: WAL_CHECKPOINT_INTERVAL_MS, onError: (message) => logger.warn({ error: message }, "WAL checkpoint failed") },
+    backgroundCheckpoint: {
+      intervalMs: WAL_CHECKPOINT_INTERVAL_MS,
+      onError: (message) => logger.warn({ error: message }, "WAL checkpoint failed"),
+    },
   });
 }

@@ -32,13 +32,7 @@ export interface DueTimeMissed {
 }
 
 export type RejectionCode =
-  | "TOO_LARGE"
-  | "INVALID_JSON"
-  | "INVALID_ENVELOPE"
-  | "UNKNOWN_TYPE"
-  | "INVALID_FIELD"
-  | "TENANT_MISMATCH"
-  | "DUE_TOO_FAR";
+  "TOO_LARGE" | "INVALID_JSON" | "INVALID_ENVELOPE" | "UNKNOWN_TYPE" | "INVALID_FIELD" | "TENANT_MISMATCH" | "DUE_TOO_FAR";
 
 /** A command was refused: everything `CommandRejected` carries (CONTRACT §2). */
 export interface CommandRejected {

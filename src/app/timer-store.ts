@@ -19,7 +19,18 @@ export type DecideCommand = (current: Timer | undefined, command: TimerCommand, 
  */
 export type DueTimer = Pick<
   ScheduledTimer,
-  "tenantId" | "serviceCallId" | "dueAtMs" | "generation" | "data" | "correlationId" | "occurrence" | "repeat" | "maxLatenessMs" | "commandTs" | "reachedAtMs" | "delivery"
+  | "tenantId"
+  | "serviceCallId"
+  | "dueAtMs"
+  | "generation"
+  | "data"
+  | "correlationId"
+  | "occurrence"
+  | "repeat"
+  | "maxLatenessMs"
+  | "commandTs"
+  | "reachedAtMs"
+  | "delivery"
 > & { readonly prefixCancelTs: number | null };
 
 /**

@@ -104,7 +104,12 @@ function prefixOf(flags: Flags): string {
 
 function connectCli(flags: Flags): Promise<NatsConnection> {
   const servers = fromConfig("server", () => loadBrokerUrls(flags.server === undefined ? process.env : { TIMER_BROKER_URL: flags.server }));
-  return connect({ ...natsConnectionOptions(servers, loadNatsCredentials(process.env)), name: "timer-service-cli", waitOnFirstConnect: false, maxReconnectAttempts: 10 });
+  return connect({
+    ...natsConnectionOptions(servers, loadNatsCredentials(process.env)),
+    name: "timer-service-cli",
+    waitOnFirstConnect: false,
+    maxReconnectAttempts: 10,
+  });
 }
 
 async function withConnection<T>(flags: Flags, use: (nc: NatsConnection) => Promise<T>): Promise<T> {
@@ -162,12 +167,14 @@ function repeatFrom(flags: Flags, nowMs: number): RepeatFlags | undefined {
   let everyMs: number | undefined;
   if (flags.every !== undefined) {
     everyMs = parseDuration(flags.every);
-    if (everyMs === undefined || everyMs < 1_000) throw new UsageError(`--every "${flags.every}" is not a duration of at least 1s, like 30s, 5m, "1 hour"`);
+    if (everyMs === undefined || everyMs < 1_000)
+      throw new UsageError(`--every "${flags.every}" is not a duration of at least 1s, like 30s, 5m, "1 hour"`);
   }
   let until: string | undefined;
   if (flags.until !== undefined) {
     const untilMs = parseAt(flags.until, nowMs);
-    if (untilMs === undefined) throw new UsageError(`--until "${flags.until}" is neither ISO 8601 with an offset nor a time like "friday 18:00"`);
+    if (untilMs === undefined)
+      throw new UsageError(`--until "${flags.until}" is neither ISO 8601 with an offset nor a time like "friday 18:00"`);
     until = formatInstant(untilMs);
   }
   let maxOccurrences: number | undefined;
@@ -192,7 +199,12 @@ function maxLatenessFrom(flags: Flags): number | undefined {
 
 const COMMAND_TYPES = { schedule: "ScheduleTimer", cancel: "CancelTimer", cancelprefix: "CancelTimersByPrefix" } as const;
 
-async function publishCommand(flags: Flags, kind: keyof typeof COMMAND_TYPES, payload: Record<string, unknown>, tenantId: string): Promise<Record<string, unknown>> {
+async function publishCommand(
+  flags: Flags,
+  kind: keyof typeof COMMAND_TYPES,
+  payload: Record<string, unknown>,
+  tenantId: string,
+): Promise<Record<string, unknown>> {
   const correlationId = flags["correlation-id"];
   const envelope = {
     id: randomUUID(),
@@ -220,7 +232,9 @@ async function schedule(flags: Flags): Promise<number> {
   const dueAt = formatInstant(dueAtMs);
   const data = dataFrom(flags);
   if (flags.at !== undefined && dueAtMs < nowMs) {
-    process.stderr.write(`timer-service: warning: --at ${dueAt} is ${formatDuration(nowMs - dueAtMs)} in the past; the timer fires as soon as the service reads the command\n`);
+    process.stderr.write(
+      `timer-service: warning: --at ${dueAt} is ${formatDuration(nowMs - dueAtMs)} in the past; the timer fires as soon as the service reads the command\n`,
+    );
   }
   const payload = {
     tenantId,

@@ -92,7 +92,10 @@ export async function runQueryCommand(command: "get" | "list" | "stats", flags: 
     await ctx.withConnection(async (nc) => {
       let cursor = flags.cursor ?? null;
       do {
-        const page = (await request(nc, subject, { ...base, ...(cursor === null ? {} : { cursor }) })) as { timers: unknown[]; nextCursor: string | null };
+        const page = (await request(nc, subject, { ...base, ...(cursor === null ? {} : { cursor }) })) as {
+          timers: unknown[];
+          nextCursor: string | null;
+        };
         for (const timer of page.timers) ctx.out(JSON.stringify(timer));
         cursor = page.nextCursor;
       } while (flags.all === true && cursor !== null);

@@ -31,7 +31,10 @@ export function hasAttemptsLeft(policy: DeliveryPolicy, attempt: number): boolea
 }
 
 /** What the first publish of a tracked timer makes of it: `Fired`, waiting for a report. */
-export function firstPublish(policy: DeliveryPolicy, nowMs: number): { readonly attempt: number; readonly firedAtMs: number; readonly deadlineAtMs: number } {
+export function firstPublish(
+  policy: DeliveryPolicy,
+  nowMs: number,
+): { readonly attempt: number; readonly firedAtMs: number; readonly deadlineAtMs: number } {
   return { attempt: 1, firedAtMs: nowMs, deadlineAtMs: nowMs + policy.completionTimeoutMs };
 }
 
@@ -69,12 +72,22 @@ export function decideReport(current: Timer | undefined, command: ReportCommand,
 }
 
 /** A failure of the publish in hand: wait for the retry, or end `Failed` / `TimedOut`. */
-function countFailure(timer: Timer, reason: string, nowMs: number): Pick<Timer, "state" | "lastReason" | "deadlineAtMs" | "reachedAtMs" | "updatedAtMs"> {
+function countFailure(
+  timer: Timer,
+  reason: string,
+  nowMs: number,
+): Pick<Timer, "state" | "lastReason" | "deadlineAtMs" | "reachedAtMs" | "updatedAtMs"> {
   const policy = timer.delivery!;
   const attempt = timer.attempt ?? 1;
   if (hasAttemptsLeft(policy, attempt)) {
     // No publish in hand (reachedAtMs null) until the retry goes out at the deadline.
-    return { state: "Fired", lastReason: reason, deadlineAtMs: nowMs + retryDelayMs(policy, attempt), reachedAtMs: null, updatedAtMs: nowMs };
+    return {
+      state: "Fired",
+      lastReason: reason,
+      deadlineAtMs: nowMs + retryDelayMs(policy, attempt),
+      reachedAtMs: null,
+      updatedAtMs: nowMs,
+    };
   }
   const state: TimerState = reason === TIMEOUT_REASON ? "TimedOut" : "Failed";
   return { state, lastReason: reason, deadlineAtMs: null, reachedAtMs: timer.reachedAtMs, updatedAtMs: nowMs };
@@ -116,7 +129,14 @@ export function decideDeadline(timer: DeadlineTimer, nowMs: number): DeadlineDec
   if (timer.reachedAtMs === null) {
     return {
       kind: "retry",
-      next: { state: "Fired", attempt: attempt + 1, reachedAtMs: nowMs, deadlineAtMs: nowMs + delivery.completionTimeoutMs, lastReason: timer.lastReason ?? null, updatedAtMs: nowMs },
+      next: {
+        state: "Fired",
+        attempt: attempt + 1,
+        reachedAtMs: nowMs,
+        deadlineAtMs: nowMs + delivery.completionTimeoutMs,
+        lastReason: timer.lastReason ?? null,
+        updatedAtMs: nowMs,
+      },
     };
   }
   const asTimer = { ...timer, state: "Fired" } as Timer;

@@ -47,7 +47,12 @@ export interface FiringDecision {
  * Decides what firing `timer` at `nowMs` produces and what the timer becomes. `prefixCancelTs` is the
  * newest recorded prefix cancel matching the timer's key (null when none). Pure.
  */
-export function decideFiring(timer: FiringTimer, nowMs: number, calendar: RecurrenceCalendar, prefixCancelTs: number | null): FiringDecision {
+export function decideFiring(
+  timer: FiringTimer,
+  nowMs: number,
+  calendar: RecurrenceCalendar,
+  prefixCancelTs: number | null,
+): FiringDecision {
   const { repeat, maxLatenessMs } = timer;
   if (prefixCancelTs !== null && timer.commandTs <= prefixCancelTs) {
     return {
@@ -56,7 +61,14 @@ export function decideFiring(timer: FiringTimer, nowMs: number, calendar: Recurr
       occurrence: repeat === null ? null : timer.occurrence,
       missedOccurrences: 0,
       lateMs: nowMs - timer.dueAtMs,
-      next: { state: "Cancelled", dueAtMs: timer.dueAtMs, occurrence: timer.occurrence, reachedAtMs: timer.reachedAtMs, commandTs: prefixCancelTs, updatedAtMs: nowMs },
+      next: {
+        state: "Cancelled",
+        dueAtMs: timer.dueAtMs,
+        occurrence: timer.occurrence,
+        reachedAtMs: timer.reachedAtMs,
+        commandTs: prefixCancelTs,
+        updatedAtMs: nowMs,
+      },
     };
   }
   const current = { dueAtMs: timer.dueAtMs, occurrence: timer.occurrence };
@@ -67,15 +79,48 @@ export function decideFiring(timer: FiringTimer, nowMs: number, calendar: Recurr
   if (kind === "reached" && following === null && timer.delivery) {
     // A tracked timer waits for its consumer's report (CONTRACT §11).
     const next: TimerAfterFiring = {
-      state: "Fired", dueAtMs: latest.dueAtMs, occurrence: latest.occurrence, reachedAtMs: nowMs, commandTs: timer.commandTs, updatedAtMs: nowMs,
+      state: "Fired",
+      dueAtMs: latest.dueAtMs,
+      occurrence: latest.occurrence,
+      reachedAtMs: nowMs,
+      commandTs: timer.commandTs,
+      updatedAtMs: nowMs,
       tracking: firstPublish(timer.delivery, nowMs),
     };
-    return { kind, dueAtMs: latest.dueAtMs, occurrence: repeat === null ? null : latest.occurrence, missedOccurrences: skipped, lateMs, next };
+    return {
+      kind,
+      dueAtMs: latest.dueAtMs,
+      occurrence: repeat === null ? null : latest.occurrence,
+      missedOccurrences: skipped,
+      lateMs,
+      next,
+    };
   }
   const next: TimerAfterFiring =
     following === null
       ? // The last occurrence: the timer ends as its last event says.
-        { state: kind === "missed" ? "Missed" : "Reached", dueAtMs: latest.dueAtMs, occurrence: latest.occurrence, reachedAtMs: nowMs, commandTs: timer.commandTs, updatedAtMs: nowMs }
-      : { state: "Scheduled", dueAtMs: following.dueAtMs, occurrence: following.occurrence, reachedAtMs: nowMs, commandTs: timer.commandTs, updatedAtMs: nowMs };
-  return { kind, dueAtMs: latest.dueAtMs, occurrence: repeat === null ? null : latest.occurrence, missedOccurrences: skipped, lateMs, next };
+        {
+          state: kind === "missed" ? "Missed" : "Reached",
+          dueAtMs: latest.dueAtMs,
+          occurrence: latest.occurrence,
+          reachedAtMs: nowMs,
+          commandTs: timer.commandTs,
+          updatedAtMs: nowMs,
+        }
+      : {
+          state: "Scheduled",
+          dueAtMs: following.dueAtMs,
+          occurrence: following.occurrence,
+          reachedAtMs: nowMs,
+          commandTs: timer.commandTs,
+          updatedAtMs: nowMs,
+        };
+  return {
+    kind,
+    dueAtMs: latest.dueAtMs,
+    occurrence: repeat === null ? null : latest.occurrence,
+    missedOccurrences: skipped,
+    lateMs,
+    next,
+  };
 }

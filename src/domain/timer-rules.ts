@@ -36,7 +36,12 @@ export interface DecideContext {
 const NO_CONTEXT: DecideContext = { prefixCancelTs: null };
 
 /** Decides the effect of `command` on the `current` timer of its key (CONTRACT §3, §10). Pure. */
-export function decideCommand(current: Timer | undefined, command: TimerCommand, nowMs: number, context: DecideContext = NO_CONTEXT): CommandDecision {
+export function decideCommand(
+  current: Timer | undefined,
+  command: TimerCommand,
+  nowMs: number,
+  context: DecideContext = NO_CONTEXT,
+): CommandDecision {
   if (command.kind === "cancelPrefix") return decidePrefixCancel(command, context.prefixCancelTs);
   const { prefixCancelTs } = context;
   if (prefixCancelTs !== null && current === undefined && command.timestampMs <= prefixCancelTs) {
@@ -56,7 +61,13 @@ export function decideCommand(current: Timer | undefined, command: TimerCommand,
  */
 function applyPrefixCancel(current: Timer | undefined, prefixCancelTs: number | null, nowMs: number): Timer | undefined {
   if (current === undefined || prefixCancelTs === null || isFinal(current.state) || current.commandTs > prefixCancelTs) return current;
-  const cancel: CancelTimerCommand = { kind: "cancel", tenantId: current.tenantId, serviceCallId: current.serviceCallId, correlationId: null, timestampMs: prefixCancelTs };
+  const cancel: CancelTimerCommand = {
+    kind: "cancel",
+    tenantId: current.tenantId,
+    serviceCallId: current.serviceCallId,
+    correlationId: null,
+    timestampMs: prefixCancelTs,
+  };
   return decideCancel(current, cancel, nowMs).next ?? current;
 }
 
@@ -100,7 +111,12 @@ function newTimer(command: ScheduleTimerCommand | CancelTimerCommand, state: Tim
  * The §11 members a schedule stores: only those that are set or were set before, so that a timer
  * without them looks as it did before v2 §11.
  */
-function trackingMembers(current: Timer | undefined, delivery: DeliveryPolicy | null, createdBy: string | null, createdVia: string | null): Partial<Timer> {
+function trackingMembers(
+  current: Timer | undefined,
+  delivery: DeliveryPolicy | null,
+  createdBy: string | null,
+  createdVia: string | null,
+): Partial<Timer> {
   const members: { delivery?: DeliveryPolicy | null; createdBy?: string | null; createdVia?: string | null } = {};
   if (delivery !== null || current?.delivery != null) members.delivery = delivery;
   if (createdBy !== null) members.createdBy = createdBy;
@@ -139,12 +155,19 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
   const createdBy = current.createdBy ?? command.createdBy ?? null;
   const createdVia = current.createdVia ?? command.createdVia ?? null;
   if (firesTheSame(current, command)) {
-    if (current.maxLatenessMs === maxLatenessMs && sameDelivery(current.delivery, delivery)) return bumpCommandTs(current, command.timestampMs, nowMs);
+    if (current.maxLatenessMs === maxLatenessMs && sameDelivery(current.delivery, delivery))
+      return bumpCommandTs(current, command.timestampMs, nowMs);
     // Only the lateness or delivery policy changed: stored, but the same version fires (no new generation).
     return {
       outcome: "accepted",
       previous: current,
-      next: { ...current, maxLatenessMs, ...trackingMembers(current, delivery, createdBy, createdVia), commandTs: command.timestampMs, updatedAtMs: nowMs },
+      next: {
+        ...current,
+        maxLatenessMs,
+        ...trackingMembers(current, delivery, createdBy, createdVia),
+        commandTs: command.timestampMs,
+        updatedAtMs: nowMs,
+      },
     };
   }
   return {

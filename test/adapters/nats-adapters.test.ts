@@ -212,7 +212,11 @@ describe("NATS adapters against a real nats-server", () => {
       const tracker = new JetStreamAckTracker(nc, 5_000);
       const subject = `${topology.subjectPrefix}.events.due.acme`;
       try {
-        await Promise.all(Array.from({ length: 2_000 }, (_, i) => tracker.publish(subject, new TextEncoder().encode(`${i}`), `m-${i}`, topology.eventsStream)));
+        await Promise.all(
+          Array.from({ length: 2_000 }, (_, i) =>
+            tracker.publish(subject, new TextEncoder().encode(`${i}`), `m-${i}`, topology.eventsStream),
+          ),
+        );
       } finally {
         tracker.close();
       }
@@ -224,7 +228,9 @@ describe("NATS adapters against a real nats-server", () => {
       const tracker = new JetStreamAckTracker(nc, 500);
       const startedAt = Date.now();
       try {
-        await expect(tracker.publish("nowhere.at.all", new TextEncoder().encode("{}"), "x", topology.eventsStream)).rejects.toBeInstanceOf(JetStreamPublishError);
+        await expect(tracker.publish("nowhere.at.all", new TextEncoder().encode("{}"), "x", topology.eventsStream)).rejects.toBeInstanceOf(
+          JetStreamPublishError,
+        );
       } finally {
         tracker.close();
       }

@@ -39,7 +39,10 @@ describe("timer-service CLI: recurring timers, lateness, prefix cancel", () => {
   });
 
   it("when --every and --max-occurrences are given, then the timer fires that many times, one interval apart", async () => {
-    const result = await runCli(["schedule", "--tenant", "cli", "--id", "every", "--every", "1", "second", "--max-occurrences", "2", "--max-lateness", "30s"], env);
+    const result = await runCli(
+      ["schedule", "--tenant", "cli", "--id", "every", "--every", "1", "second", "--max-occurrences", "2", "--max-lateness", "30s"],
+      env,
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout).payload).toMatchObject({ repeat: { everyMs: 1_000, maxOccurrences: 2 }, maxLatenessMs: 30_000 });
 
@@ -50,20 +53,43 @@ describe("timer-service CLI: recurring timers, lateness, prefix cancel", () => {
   });
 
   it("when --cron and --tz are given, then the command carries the rule, and --at is optional", async () => {
-    const result = await runCli(["schedule", "--tenant", "cli", "--id", "standup", "--cron", "0 9 * * MON-FRI", "--tz", "Europe/Berlin", "--until", "2030-01-01T00:00:00Z"], env);
+    const result = await runCli(
+      [
+        "schedule",
+        "--tenant",
+        "cli",
+        "--id",
+        "standup",
+        "--cron",
+        "0 9 * * MON-FRI",
+        "--tz",
+        "Europe/Berlin",
+        "--until",
+        "2030-01-01T00:00:00Z",
+      ],
+      env,
+    );
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout).payload.repeat).toEqual({ cron: "0 9 * * MON-FRI", timezone: "Europe/Berlin", until: "2030-01-01T00:00:00.000Z" });
+    expect(JSON.parse(result.stdout).payload.repeat).toEqual({
+      cron: "0 9 * * MON-FRI",
+      timezone: "Europe/Berlin",
+      until: "2030-01-01T00:00:00.000Z",
+    });
   });
 
   it("when cancel --id-prefix is given, then a CancelTimersByPrefix cancels the matching timers", { timeout: 60_000 }, async () => {
     // Far enough ahead for four CLI runs (each a Node start and a connect) on a loaded machine.
     const start = Date.now();
     const at = new Date(start + 15_000).toISOString();
-    for (const id of ["order-4711:a", "order-4711:b", "order-4712:a"]) expect((await runCli(["schedule", "--tenant", "cli", "--id", id, "--at", at], env)).code).toBe(0);
+    for (const id of ["order-4711:a", "order-4711:b", "order-4712:a"])
+      expect((await runCli(["schedule", "--tenant", "cli", "--id", id, "--at", at], env)).code).toBe(0);
 
     const result = await runCli(["cancel", "--tenant", "cli", "--id-prefix", "order-4711:"], env);
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ type: "CancelTimersByPrefix", payload: { tenantId: "cli", serviceCallIdPrefix: "order-4711:" } });
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      type: "CancelTimersByPrefix",
+      payload: { tenantId: "cli", serviceCallIdPrefix: "order-4711:" },
+    });
     expect(Date.now() - start, "the prefix cancel was sent before the timers were due").toBeLessThan(15_000);
 
     await client.waitForDue("cli", "order-4712:a", 25_000);

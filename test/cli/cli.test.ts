@@ -70,11 +70,22 @@ describe("timer-service CLI", () => {
   it("when a timer is scheduled with --in, then watch prints its DueTimeReached with the data", async () => {
     const watcher = new Watcher(["--tenant", "cli"], env);
     await watcher.ready();
-    const scheduled = await runCli(["schedule", "--tenant", "cli", "--id", "in-1", "--in", "500ms", "--data", '{"n":1}', "--correlation-id", "c-1"], env);
+    const scheduled = await runCli(
+      ["schedule", "--tenant", "cli", "--id", "in-1", "--in", "500ms", "--data", '{"n":1}', "--correlation-id", "c-1"],
+      env,
+    );
     expect(scheduled.code).toBe(0);
-    expect(JSON.parse(scheduled.stdout)).toMatchObject({ type: "ScheduleTimer", correlationId: "c-1", payload: { serviceCallId: "in-1", data: { n: 1 } } });
+    expect(JSON.parse(scheduled.stdout)).toMatchObject({
+      type: "ScheduleTimer",
+      correlationId: "c-1",
+      payload: { serviceCallId: "in-1", data: { n: 1 } },
+    });
     const line = await watcher.next((l) => l.includes('"serviceCallId":"in-1"'));
-    expect(JSON.parse(line)).toMatchObject({ type: "DueTimeReached", correlationId: "c-1", payload: { tenantId: "cli", serviceCallId: "in-1", data: { n: 1 } } });
+    expect(JSON.parse(line)).toMatchObject({
+      type: "DueTimeReached",
+      correlationId: "c-1",
+      payload: { tenantId: "cli", serviceCallId: "in-1", data: { n: 1 } },
+    });
     watcher.stop();
   });
 
@@ -140,7 +151,10 @@ describe("timer-service CLI", () => {
   });
 
   it("when --at is in the future, then no warning is printed", async () => {
-    const result = await runCli(["schedule", "--tenant", "cli", "--id", "future", "--at", new Date(Date.now() + 2 * 86_400_000).toISOString()], env);
+    const result = await runCli(
+      ["schedule", "--tenant", "cli", "--id", "future", "--at", new Date(Date.now() + 2 * 86_400_000).toISOString()],
+      env,
+    );
     expect(result.code).toBe(0);
     expect(result.stderr).not.toMatch(/warning/);
   });

@@ -55,7 +55,10 @@ class Running {
 
   until(done: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
     return new Promise((resolveWait, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${what} within ${timeoutMs} ms; stdout: ${this.stdout} stderr: ${this.stderr}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`${what} within ${timeoutMs} ms; stdout: ${this.stdout} stderr: ${this.stderr}`)),
+        timeoutMs,
+      );
       const check = (): void => {
         if (done()) {
           clearTimeout(timer);
@@ -97,7 +100,12 @@ describe("examples", () => {
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
     expect(result.stdout).toMatch(/^scheduled order-\S+ for \S+ \(stream TIMER_COMMANDS, seq \d+\)$/m);
     const event = jsonLines(result.stdout).find((line) => line.type === "DueTimeReached");
-    expect(event, result.stdout).toMatchObject({ type: "DueTimeReached", tenantId: "acme", correlationId: "req-42", payload: { tenantId: "acme", data: { orderId: 4711 } } });
+    expect(event, result.stdout).toMatchObject({
+      type: "DueTimeReached",
+      tenantId: "acme",
+      correlationId: "req-42",
+      payload: { tenantId: "acme", data: { orderId: 4711 } },
+    });
     const serviceCallId = (event!.payload as { serviceCallId: string }).serviceCallId;
     expect(result.stdout).toContain(`scheduled ${serviceCallId} for`);
     expect(result.stdout).toContain(`DueTimeReached acme/${serviceCallId}: due `);
@@ -118,7 +126,10 @@ describe("examples", () => {
     // A tenant id the subject accepts but the service does not (too long): INVALID_ENVELOPE or INVALID_FIELD.
     const result = await run("npm", ["run", "example"], { ...env, EXAMPLE_TENANT: "t".repeat(65) });
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(1);
-    expect(jsonLines(result.stdout).find((line) => line.type === "CommandRejected"), result.stdout).toBeDefined();
+    expect(
+      jsonLines(result.stdout).find((line) => line.type === "CommandRejected"),
+      result.stdout,
+    ).toBeDefined();
   });
 
   it("when the consumer runs and the producer schedules a timer, then the consumer prints its DueTimeReached", async () => {
@@ -127,7 +138,11 @@ describe("examples", () => {
       await consumer.until(() => consumer.stderr.includes("reading timer.events.*.shop"), "the consumer did not start");
       const produced = await run(TSX, ["examples/producer.ts", "--tenant", "shop", "--id", "invoice-9", "--in-seconds", "1"], env);
       expect(produced.code, produced.stderr).toBe(0);
-      expect(JSON.parse(produced.stdout)).toMatchObject({ type: "ScheduleTimer", tenantId: "shop", payload: { serviceCallId: "invoice-9" } });
+      expect(JSON.parse(produced.stdout)).toMatchObject({
+        type: "ScheduleTimer",
+        tenantId: "shop",
+        payload: { serviceCallId: "invoice-9" },
+      });
 
       await consumer.until(() => consumer.stdout.includes('"DueTimeReached"'), "the consumer printed no DueTimeReached");
       expect(consumer.stdout).toContain("DueTimeReached shop/invoice-9: due ");
@@ -143,8 +158,15 @@ describe("examples", () => {
   });
 
   it("when examples/ is copied out of the repository, then its package.json names the versions the repository uses", () => {
-    const root = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
-    const examples = JSON.parse(readFileSync(resolve(ROOT, "examples/package.json"), "utf8")) as { type: string; dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const root = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    const examples = JSON.parse(readFileSync(resolve(ROOT, "examples/package.json"), "utf8")) as {
+      type: string;
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
     expect(examples.type).toBe("module");
     for (const [name, range] of Object.entries(examples.dependencies)) expect(range, name).toBe(root.dependencies[name]);
     expect(examples.devDependencies.tsx).toBe(root.devDependencies.tsx);

@@ -28,7 +28,9 @@ afterAll(async () => {
 
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args, "--server", nats.url], { env: { ...process.env, TIMER_BROKER_URL: "" } });
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args, "--server", nats.url], {
+      env: { ...process.env, TIMER_BROKER_URL: "" },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -50,11 +52,21 @@ describe("timer-service get, list, stats", () => {
     expect([unknown.code, unknown.stderr]).toEqual([1, 'no timer "nope" for tenant clitenant\n']);
 
     const page = await cli("list", "--tenant", "clitenant", "--id-prefix", "invoice-", "--limit", "2");
-    expect(page.stdout.trim().split("\n").map((l) => JSON.parse(l).serviceCallId)).toEqual(["invoice-1", "invoice-2"]);
+    expect(
+      page.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).serviceCallId),
+    ).toEqual(["invoice-1", "invoice-2"]);
     const cursor = /--cursor (\S+)/.exec(page.stderr)?.[1];
     expect(cursor).toBeDefined();
     const next = await cli("list", "--tenant", "clitenant", "--id-prefix", "invoice-", "--limit", "2", "--cursor", cursor!);
-    expect(next.stdout.trim().split("\n").map((l) => JSON.parse(l).serviceCallId)).toEqual(["invoice-3", "invoice-4"]);
+    expect(
+      next.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).serviceCallId),
+    ).toEqual(["invoice-3", "invoice-4"]);
 
     const all = await cli("list", "--tenant", "clitenant", "--state", "Scheduled", "--limit", "2", "--all");
     expect(all.stdout.trim().split("\n")).toHaveLength(6);

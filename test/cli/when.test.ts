@@ -36,7 +36,13 @@ describe("parseDuration", () => {
 
 describe("joinDurationWords", () => {
   it("when --in is followed by a unit word, then both form its value", () => {
-    expect(joinDurationWords(["schedule", "--in", "10", "seconds", "--tenant", "t"])).toEqual(["schedule", "--in", "10 seconds", "--tenant", "t"]);
+    expect(joinDurationWords(["schedule", "--in", "10", "seconds", "--tenant", "t"])).toEqual([
+      "schedule",
+      "--in",
+      "10 seconds",
+      "--tenant",
+      "t",
+    ]);
   });
 
   it("when --in is followed by several words, then the longest run that reads as a duration is taken", () => {

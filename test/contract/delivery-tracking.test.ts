@@ -75,7 +75,16 @@ describe.each(Object.keys(harnesses))("completion tracking on the %s store", (na
       onScheduled: () => undefined,
     });
     dueWorker = new DueTimerWorker({ store, publisher, clock, metrics, logger, batchSize: 100, owner: "a", claimTtlMs: 30_000, calendar });
-    deadlineWorker = new DeliveryDeadlineWorker({ store, publisher, clock, metrics, logger, batchSize: 100, owner: "a", claimTtlMs: 30_000 });
+    deadlineWorker = new DeliveryDeadlineWorker({
+      store,
+      publisher,
+      clock,
+      metrics,
+      logger,
+      batchSize: 100,
+      owner: "a",
+      claimTtlMs: 30_000,
+    });
     ts = T0;
   });
 
@@ -83,20 +92,41 @@ describe.each(Object.keys(harnesses))("completion tracking on the %s store", (na
 
   const send = async (kind: string, payload: Record<string, unknown>) => {
     const type = { schedule: "ScheduleTimer", complete: "TimerCompleted", fail: "TimerFailed" }[kind];
-    const body = { id: `c${++ts}`, type, tenantId: "acme", timestampMs: Math.max(++ts, clock.now()), payload: { tenantId: "acme", ...payload } };
+    const body = {
+      id: `c${++ts}`,
+      type,
+      tenantId: "acme",
+      timestampMs: Math.max(++ts, clock.now()),
+      payload: { tenantId: "acme", ...payload },
+    };
     return (await processor.process([rawCommand(`timer.commands.${kind}.acme`, body)]))[0];
   };
   const schedule = (serviceCallId: string, extra: Record<string, unknown> = {}) =>
-    send("schedule", { serviceCallId, dueAt: formatInstant(T0 + 1_000), delivery: DELIVERY, createdBy: "alice", createdVia: "test", ...extra });
+    send("schedule", {
+      serviceCallId,
+      dueAt: formatInstant(T0 + 1_000),
+      delivery: DELIVERY,
+      createdBy: "alice",
+      createdVia: "test",
+      ...extra,
+    });
   const get = (serviceCallId: string) => harness.store.get({ tenantId: "acme", serviceCallId });
-  const attempts = (serviceCallId: string) => publisher.dueTimeReached.filter((e) => e.serviceCallId === serviceCallId).map((e) => e.attempt);
+  const attempts = (serviceCallId: string) =>
+    publisher.dueTimeReached.filter((e) => e.serviceCallId === serviceCallId).map((e) => e.attempt);
 
   it("when the consumer completes the first publish, then the timer is Completed with its duration", async () => {
     await schedule("ok");
     clock.set(T0 + 1_000);
     await dueWorker.poll();
     expect(publisher.dueTimeReached[0]).toMatchObject({ serviceCallId: "ok", attempt: 1 });
-    expect(await get("ok")).toMatchObject({ state: "Fired", attempt: 1, firedAtMs: T0 + 1_000, deadlineAtMs: T0 + 11_000, createdBy: "alice", createdVia: "test" });
+    expect(await get("ok")).toMatchObject({
+      state: "Fired",
+      attempt: 1,
+      firedAtMs: T0 + 1_000,
+      deadlineAtMs: T0 + 11_000,
+      createdBy: "alice",
+      createdVia: "test",
+    });
     clock.advance(2_500);
     await send("complete", { serviceCallId: "ok", result: "sent" });
     expect(await get("ok")).toMatchObject({ state: "Completed", completedAtMs: T0 + 3_500, result: "sent" });
@@ -179,7 +209,11 @@ describe.each(Object.keys(harnesses))("completion tracking on the %s store", (na
     clock.set(T0 + 1_000);
     const type = "TimerCompleted";
     const report = (deliveryCount: number) =>
-      rawCommand("timer.commands.complete.acme", { id: "r1", type, tenantId: "acme", timestampMs: T0 + 1_000, payload: { tenantId: "acme", serviceCallId: "fast" } }, { deliveryCount });
+      rawCommand(
+        "timer.commands.complete.acme",
+        { id: "r1", type, tenantId: "acme", timestampMs: T0 + 1_000, payload: { tenantId: "acme", serviceCallId: "fast" } },
+        { deliveryCount },
+      );
     expect(await processor.process([report(1)])).toEqual([{ kind: "nak", delayMs: 200 }]);
     await dueWorker.poll();
     expect(await processor.process([report(2)])).toEqual([{ kind: "ack" }]);
@@ -191,7 +225,13 @@ describe.each(Object.keys(harnesses))("completion tracking on the %s store", (na
   it("when a report for a due, unrecorded timer keeps coming back, then after a few deliveries it counts as ignored", async () => {
     await schedule("stuck");
     clock.set(T0 + 1_000);
-    const body = { id: "r2", type: "TimerFailed", tenantId: "acme", timestampMs: T0 + 1_000, payload: { tenantId: "acme", serviceCallId: "stuck", reason: "x" } };
+    const body = {
+      id: "r2",
+      type: "TimerFailed",
+      tenantId: "acme",
+      timestampMs: T0 + 1_000,
+      payload: { tenantId: "acme", serviceCallId: "stuck", reason: "x" },
+    };
     expect(await processor.process([rawCommand("timer.commands.fail.acme", body, { deliveryCount: 5 })])).toEqual([{ kind: "ack" }]);
     expect(metrics.count("TimerFailed", "ignored")).toBe(1);
   });
@@ -199,10 +239,15 @@ describe.each(Object.keys(harnesses))("completion tracking on the %s store", (na
   it("when retention sweeps, then Completed, Failed and TimedOut timers go and Fired ones stay (CONTRACT §7)", async (context) => {
     const store = harness.store;
     const retention =
-      store instanceof MemoryTimerStore ? new MemoryTimerRetention(store) : store instanceof SqliteTimerStore ? new SqliteTimerRetention(store.database) : undefined;
+      store instanceof MemoryTimerStore
+        ? new MemoryTimerRetention(store)
+        : store instanceof SqliteTimerStore
+          ? new SqliteTimerRetention(store.database)
+          : undefined;
     // Postgres: covered with seeded rows by timer-retention.contract.ts.
     if (retention === undefined) return context.skip();
-    for (const id of ["completed", "failed", "timedout", "fired"]) await schedule(id, { delivery: { maxRetries: 0, backoffMs: 100, completionTimeoutMs: 1_000 } });
+    for (const id of ["completed", "failed", "timedout", "fired"])
+      await schedule(id, { delivery: { maxRetries: 0, backoffMs: 100, completionTimeoutMs: 1_000 } });
     clock.set(T0 + 1_000);
     await dueWorker.poll();
     await send("complete", { serviceCallId: "completed" });
@@ -247,15 +292,41 @@ describe("deadline claims across instances (Postgres, CONTRACT §6 and §11)", (
       const metrics = new RecordingMetrics();
       const calendar = new CronerCalendar();
       const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 365, clock, calendar });
-      const processor = new TimerCommandProcessor({ decoder, store: a, publisher, clock, metrics, logger: new RecordingLogger(), onScheduled: () => undefined });
+      const processor = new TimerCommandProcessor({
+        decoder,
+        store: a,
+        publisher,
+        clock,
+        metrics,
+        logger: new RecordingLogger(),
+        onScheduled: () => undefined,
+      });
       const messages = Array.from({ length: 40 }, (_, i) =>
         rawCommand("timer.commands.schedule.acme", {
-          id: `s${i}`, type: "ScheduleTimer", tenantId: "acme", timestampMs: T0,
-          payload: { tenantId: "acme", serviceCallId: `t${i}`, dueAt: formatInstant(T0), delivery: { maxRetries: 1, completionTimeoutMs: 1_000 } },
+          id: `s${i}`,
+          type: "ScheduleTimer",
+          tenantId: "acme",
+          timestampMs: T0,
+          payload: {
+            tenantId: "acme",
+            serviceCallId: `t${i}`,
+            dueAt: formatInstant(T0),
+            delivery: { maxRetries: 1, completionTimeoutMs: 1_000 },
+          },
         }),
       );
       await processor.process(messages);
-      const due = new DueTimerWorker({ store: a, publisher, clock, metrics, logger: new RecordingLogger(), batchSize: 100, owner: "a", claimTtlMs: 30_000, calendar });
+      const due = new DueTimerWorker({
+        store: a,
+        publisher,
+        clock,
+        metrics,
+        logger: new RecordingLogger(),
+        batchSize: 100,
+        owner: "a",
+        claimTtlMs: 30_000,
+        calendar,
+      });
       await due.poll();
       const nowMs = T0 + 1_000;
       const [byA, byB] = await Promise.all([
@@ -268,8 +339,18 @@ describe("deadline claims across instances (Postgres, CONTRACT §6 and §11)", (
       expect(await b.claimDeadlines({ nowMs: nowMs + 1, limit: 100, owner: "b", leaseUntilMs: nowMs + 30_000 })).toHaveLength(byB.length);
       // A record by the wrong owner while the lease holds changes nothing; after the lease it may.
       const record = (t: (typeof byA)[number], updatedAtMs: number) => ({
-        tenantId: t.tenantId, serviceCallId: t.serviceCallId, attempt: t.attempt, deadlineAtMs: t.deadlineAtMs,
-        next: { state: "Fired" as const, attempt: t.attempt, reachedAtMs: null, deadlineAtMs: updatedAtMs + 1_000, lastReason: "timeout", updatedAtMs },
+        tenantId: t.tenantId,
+        serviceCallId: t.serviceCallId,
+        attempt: t.attempt,
+        deadlineAtMs: t.deadlineAtMs,
+        next: {
+          state: "Fired" as const,
+          attempt: t.attempt,
+          reachedAtMs: null,
+          deadlineAtMs: updatedAtMs + 1_000,
+          lastReason: "timeout",
+          updatedAtMs,
+        },
       });
       expect(await b.recordDeadlines([record(byA[0]!, nowMs + 2)], "b")).toEqual([]);
       expect(await b.recordDeadlines([record(byA[0]!, nowMs + 30_001)], "b")).toHaveLength(1);

@@ -74,7 +74,7 @@ function randomCommands(next: () => number, round: number, count: number, keys: 
 /** Cuts `commands` into batches of 1–5 dealt at random to two lists (each applied in its own order). */
 function deal(next: () => number, commands: readonly KeyCommand[]): [KeyCommand[][], KeyCommand[][]] {
   const lists: [KeyCommand[][], KeyCommand[][]] = [[], []];
-  for (let i = 0; i < commands.length; ) {
+  for (let i = 0; i < commands.length;) {
     const size = 1 + Math.floor(next() * 5);
     lists[next() < 0.5 ? 0 : 1].push(commands.slice(i, i + size));
     i += size;
@@ -165,7 +165,12 @@ describe("PostgresTimerStore shared by several instances", () => {
     );
     const stale = await first!.claimDue({ nowMs: NOW, limit: 10, owner: "instance-a", leaseUntilMs: NOW + TTL_MS });
 
-    const beforeExpiry = await second!.claimDue({ nowMs: NOW + TTL_MS - 1, limit: 10, owner: "instance-b", leaseUntilMs: NOW + 2 * TTL_MS });
+    const beforeExpiry = await second!.claimDue({
+      nowMs: NOW + TTL_MS - 1,
+      limit: 10,
+      owner: "instance-b",
+      leaseUntilMs: NOW + 2 * TTL_MS,
+    });
     const afterExpiry = await second!.claimDue({ nowMs: NOW + TTL_MS, limit: 10, owner: "instance-b", leaseUntilMs: NOW + 2 * TTL_MS });
 
     expect(stale.map(keyString)).toEqual(["acme/call-1"]);
@@ -177,11 +182,23 @@ describe("PostgresTimerStore shared by several instances", () => {
         serviceCallId: t.serviceCallId,
         dueAtMs: t.dueAtMs,
         generation: t.generation,
-        next: { state: "Reached", dueAtMs: t.dueAtMs, occurrence: t.occurrence, reachedAtMs: atMs, commandTs: t.commandTs, updatedAtMs: atMs },
+        next: {
+          state: "Reached",
+          dueAtMs: t.dueAtMs,
+          occurrence: t.occurrence,
+          reachedAtMs: atMs,
+          commandTs: t.commandTs,
+          updatedAtMs: atMs,
+        },
       }));
     expect(await first!.recordFirings(reached(stale, NOW + TTL_MS + 1), "instance-a")).toEqual([]);
-    expect(await second!.recordFirings(reached(afterExpiry, NOW + TTL_MS + 1), "instance-b")).toEqual([{ tenantId: "acme", serviceCallId: "call-1" }]);
-    expect(await first!.get({ tenantId: "acme", serviceCallId: "call-1" })).toMatchObject({ state: "Reached", reachedAtMs: NOW + TTL_MS + 1 });
+    expect(await second!.recordFirings(reached(afterExpiry, NOW + TTL_MS + 1), "instance-b")).toEqual([
+      { tenantId: "acme", serviceCallId: "call-1" },
+    ]);
+    expect(await first!.get({ tenantId: "acme", serviceCallId: "call-1" })).toMatchObject({
+      state: "Reached",
+      reachedAtMs: NOW + TTL_MS + 1,
+    });
   });
 
   it("when three stores open a new schema at once, then the migrations run once and every store works", async () => {
@@ -193,7 +210,9 @@ describe("PostgresTimerStore shared by several instances", () => {
     await client.connect();
     try {
       const { rows } = await client.query<{ count: string }>(`SELECT count(*) AS count FROM ${schema}.__drizzle_migrations`);
-      const { rows: tables } = await client.query("SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'timer_schedules'", [schema]);
+      const { rows: tables } = await client.query("SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'timer_schedules'", [
+        schema,
+      ]);
       expect(Number(rows[0]?.count)).toBe(migrationsInFolder().length);
       expect(tables).toHaveLength(1);
     } finally {

@@ -11,7 +11,9 @@ describe("Postgres schema for queries and retention", () => {
   it("when the store is migrated, then its indexes are listed (informational)", async (context) => {
     const harness = await postgresHarness();
     try {
-      const { rows } = await harness.pool.query<{ name: string }>("SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'timer_schedules'");
+      const { rows } = await harness.pool.query<{ name: string }>(
+        "SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'timer_schedules'",
+      );
       context.annotate?.(`indexes: ${rows.map((r) => r.name).join(", ")}; v2 columns: ${harness.v2}`);
       expect(rows.length).toBeGreaterThan(0);
     } finally {

@@ -44,7 +44,9 @@ afterAll(async () => {
   const client = new pg.Client({ connectionString: DATABASE_URL });
   await client.connect();
   try {
-    const { rows } = await client.query<{ name: string }>("SELECT nspname AS name FROM pg_namespace WHERE nspname LIKE $1", [`${FILE_PREFIX}%`]);
+    const { rows } = await client.query<{ name: string }>("SELECT nspname AS name FROM pg_namespace WHERE nspname LIKE $1", [
+      `${FILE_PREFIX}%`,
+    ]);
     for (const { name } of rows) await client.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
   } finally {
     await client.end();
@@ -115,7 +117,14 @@ describe("PostgresTimerStore matches MemoryTimerStore on the v2 port", () => {
         serviceCallId: due!.serviceCallId,
         dueAtMs: due!.dueAtMs,
         generation: due!.generation,
-        next: { state: "Scheduled", dueAtMs: NOW + 60_000, occurrence: 2, reachedAtMs: NOW + 5, commandTs: due!.commandTs, updatedAtMs: NOW + 5 },
+        next: {
+          state: "Scheduled",
+          dueAtMs: NOW + 60_000,
+          occurrence: 2,
+          reachedAtMs: NOW + 5,
+          commandTs: due!.commandTs,
+          updatedAtMs: NOW + 5,
+        },
       };
       const first = await s.recordFirings([firing], "a");
       const again = await s.recordFirings([firing], "a");
@@ -127,22 +136,42 @@ describe("PostgresTimerStore matches MemoryTimerStore on the v2 port", () => {
   it("when a prefix cancel is recorded, then later older schedules under it are ignored and claims carry its timestamp", async () => {
     await same(async (s) => {
       const decisions = await s.applyCommands(
-        [schedule("job-1", { timestampMs: 3 }), cancelPrefix("job-", 10), schedule("job-2", { timestampMs: 7 }), schedule("other", { timestampMs: 7 })],
+        [
+          schedule("job-1", { timestampMs: 3 }),
+          cancelPrefix("job-", 10),
+          schedule("job-2", { timestampMs: 7 }),
+          schedule("other", { timestampMs: 7 }),
+        ],
         decide,
       );
-      const older = await s.applyCommands([cancelPrefix("job-", 8), schedule("job-3", { timestampMs: 9 }), schedule("job-4", { timestampMs: 11 })], decide);
+      const older = await s.applyCommands(
+        [cancelPrefix("job-", 8), schedule("job-3", { timestampMs: 9 }), schedule("job-4", { timestampMs: 11 })],
+        decide,
+      );
       const due = await s.claimDue({ nowMs: NOW, limit: 10, owner: "a", leaseUntilMs: NOW + 30_000 });
-      return [decisions.map((d) => d.outcome), older.map((d) => d.outcome), due.map((t) => [t.serviceCallId, t.prefixCancelTs]), await s.unfinishedPrefixCancels()];
+      return [
+        decisions.map((d) => d.outcome),
+        older.map((d) => d.outcome),
+        due.map((t) => [t.serviceCallId, t.prefixCancelTs]),
+        await s.unfinishedPrefixCancels(),
+      ];
     });
     const due = await store.claimDue({ nowMs: NOW, limit: 10, owner: "a", leaseUntilMs: NOW + 30_000 });
-    expect(due.map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([["job-1", 10], ["job-4", 10], ["other", null]]);
+    expect(due.map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([
+      ["job-1", 10],
+      ["job-4", 10],
+      ["other", null],
+    ]);
     expect(await store.get({ tenantId: "acme", serviceCallId: "job-2" })).toBeUndefined();
   });
 
   it("when a prefix cancel is swept in small steps, then every matching timer is cancelled once and the sweep finishes", async () => {
     await same(async (s) => {
       const ids = ["job-a", "job-b", "job-c", "job-d", "job-e", "jobless", "job-😀", "other"];
-      await s.applyCommands(ids.map((id) => schedule(id, { timestampMs: 3 })), decide);
+      await s.applyCommands(
+        ids.map((id) => schedule(id, { timestampMs: 3 })),
+        decide,
+      );
       await s.applyCommands([schedule("job-new", { timestampMs: 20 }), cancelPrefix("job-", 10)], decide);
       const steps: unknown[] = [];
       for (let i = 0; i < 10; i++) {
@@ -150,11 +179,19 @@ describe("PostgresTimerStore matches MemoryTimerStore on the v2 port", () => {
         steps.push([decisions.map((d) => [d.previous?.serviceCallId, d.outcome]), done]);
         if (done) break;
       }
-      const states = await Promise.all([...ids, "job-new"].map(async (id) => [id, (await s.get({ tenantId: "acme", serviceCallId: id }))?.state]));
+      const states = await Promise.all(
+        [...ids, "job-new"].map(async (id) => [id, (await s.get({ tenantId: "acme", serviceCallId: id }))?.state]),
+      );
       return [steps, states, await s.unfinishedPrefixCancels(), await s.countScheduled()];
     });
     const state = async (serviceCallId: string) => (await store.get({ tenantId: "acme", serviceCallId }))?.state;
-    expect(await Promise.all(["job-a", "job-😀", "jobless", "job-new", "other"].map(state))).toEqual(["Cancelled", "Cancelled", "Scheduled", "Scheduled", "Scheduled"]);
+    expect(await Promise.all(["job-a", "job-😀", "jobless", "job-new", "other"].map(state))).toEqual([
+      "Cancelled",
+      "Cancelled",
+      "Scheduled",
+      "Scheduled",
+      "Scheduled",
+    ]);
     expect(await store.unfinishedPrefixCancels()).toEqual([]);
   });
 });

@@ -54,12 +54,28 @@ export async function memoryHarness(): Promise<QueryHarness> {
     const byKey = new Map(records.map((r) => [`${r.tenantId}\u0000${r.serviceCallId}`, r]));
     const decide = ((_current: unknown, command: { tenantId: string; serviceCallId: string }) => {
       const r = byKey.get(`${command.tenantId}\u0000${command.serviceCallId}`)!;
-      return { outcome: "accepted", previous: undefined, next: { ...r, repeat: r.repeat === null ? null : parseRecurrence(r.repeat), occurrence: r.occurrence ?? 1, maxLatenessMs: null } };
+      return {
+        outcome: "accepted",
+        previous: undefined,
+        next: { ...r, repeat: r.repeat === null ? null : parseRecurrence(r.repeat), occurrence: r.occurrence ?? 1, maxLatenessMs: null },
+      };
     }) as unknown as DecideCommand;
-    const commands = records.map((r) => ({ kind: "cancel" as const, tenantId: r.tenantId, serviceCallId: r.serviceCallId, correlationId: null, timestampMs: 0 }));
+    const commands = records.map((r) => ({
+      kind: "cancel" as const,
+      tenantId: r.tenantId,
+      serviceCallId: r.serviceCallId,
+      correlationId: null,
+      timestampMs: 0,
+    }));
     await store.applyCommands(commands, decide);
   };
-  return { queries: new MemoryTimerQueries(store), retention: new MemoryTimerRetention(store), seed, v2: true, cleanup: () => store.close() };
+  return {
+    queries: new MemoryTimerQueries(store),
+    retention: new MemoryTimerRetention(store),
+    seed,
+    v2: true,
+    cleanup: () => store.close(),
+  };
 }
 
 export async function sqliteHarness(): Promise<QueryHarness & { database: Database.Database }> {
@@ -67,7 +83,9 @@ export async function sqliteHarness(): Promise<QueryHarness & { database: Databa
   const store = openSqliteTimerStore({ path: join(folder, "timer.db") });
   const db = store.database;
   const columns = [...COLUMNS, ...V2_COLUMNS];
-  const insert = db.prepare(`INSERT OR REPLACE INTO timer_schedules (${columns.map(([c]) => c).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`);
+  const insert = db.prepare(
+    `INSERT OR REPLACE INTO timer_schedules (${columns.map(([c]) => c).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+  );
   const insertAll = db.transaction((records: readonly TimerRecord[]) => {
     for (const r of records) insert.run(...columns.map(([, pick]) => pick(r)));
   });
@@ -78,9 +96,12 @@ export async function sqliteHarness(): Promise<QueryHarness & { database: Databa
     seed: async (records) => insertAll(records),
     v2: true,
     seedPrefixCancel: async (tenantId, prefix, updatedAtMs) => {
-      db.prepare("INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key) VALUES (?, ?, ?, ?, NULL)").run(tenantId, prefix, updatedAtMs, updatedAtMs);
+      db.prepare(
+        "INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key) VALUES (?, ?, ?, ?, NULL)",
+      ).run(tenantId, prefix, updatedAtMs, updatedAtMs);
     },
-    prefixCancels: async () => (db.prepare("SELECT service_call_id_prefix AS p FROM timer_prefix_cancels ORDER BY p").all() as { p: string }[]).map((r) => r.p),
+    prefixCancels: async () =>
+      (db.prepare("SELECT service_call_id_prefix AS p FROM timer_prefix_cancels ORDER BY p").all() as { p: string }[]).map((r) => r.p),
     cleanup: async () => {
       await store.close();
       rmSync(folder, { recursive: true, force: true });
@@ -97,7 +118,10 @@ export async function postgresHarness(): Promise<QueryHarness & { pool: pg.Pool 
   const schema = `${SCHEMA_PREFIX}_${++schemas}`;
   const store = await openPostgresTimerStore({ url: DATABASE_URL, schema, maxConnections: 1 });
   const pool = createPostgresPool({ url: DATABASE_URL, schema, maxConnections: 2, connectionTimeoutMs: 5_000, onIdleError: () => {} });
-  const { rows } = await pool.query<{ name: string }>("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'timer_schedules'", [schema]);
+  const { rows } = await pool.query<{ name: string }>(
+    "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'timer_schedules'",
+    [schema],
+  );
   const { rows: check } = await pool.query<{ def: string }>(
     "SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'timer_schedules_state_check' AND connamespace = $1::regnamespace",
     [schema],

@@ -56,9 +56,7 @@ describe("SqliteTimerStore database file", () => {
     const path = join(folder, "timer.db");
     const first = open(path);
     const command = { tenantId: "acme", serviceCallId: "call-1", dueAtMs: 5, data: null, correlationId: null };
-    await first.applyCommands([{ kind: "schedule", ...command, timestampMs: 1 }], (current, cmd) =>
-      decideCommand(current, cmd, 1),
-    );
+    await first.applyCommands([{ kind: "schedule", ...command, timestampMs: 1 }], (current, cmd) => decideCommand(current, cmd, 1));
     await first.close();
 
     const second = open(path);
@@ -83,8 +81,16 @@ describe("SqliteTimerStore database file", () => {
 
     const store = open(path);
 
-    expect(await store.get({ tenantId: "acme", serviceCallId: "call-1" })).toMatchObject({ state: "Scheduled", dueAtMs: 5, data: '{"a":1}', commandTs: 7, generation: 1 });
-    expect(inspect(path, (db) => (db.prepare("SELECT sql FROM sqlite_master WHERE name = 'timer_schedules'").get() as { sql: string }).sql)).toMatch(/WITHOUT ROWID$/);
+    expect(await store.get({ tenantId: "acme", serviceCallId: "call-1" })).toMatchObject({
+      state: "Scheduled",
+      dueAtMs: 5,
+      data: '{"a":1}',
+      commandTs: 7,
+      generation: 1,
+    });
+    expect(
+      inspect(path, (db) => (db.prepare("SELECT sql FROM sqlite_master WHERE name = 'timer_schedules'").get() as { sql: string }).sql),
+    ).toMatch(/WITHOUT ROWID$/);
   });
 
   it("when migrationsFolder is given, then the migrations are read from there", () => {

@@ -1,6 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LIST_SCAN_BUDGET } from "../../src/app/queries/keyset-list.js";
-import { TIMER_STATES, type ListPosition, type TimerListQuery, type TimerQueries, type TimerRecord } from "../../src/app/queries/timer-queries.js";
+import {
+  TIMER_STATES,
+  type ListPosition,
+  type TimerListQuery,
+  type TimerQueries,
+  type TimerRecord,
+} from "../../src/app/queries/timer-queries.js";
 
 /** An adapter of `TimerQueries` over a store whose rows the test writes directly. */
 export interface TimerQueriesHarness {
@@ -91,7 +97,9 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
     it("when timers are in every state, then get and list with each state filter find each one", async (context) => {
       const states = harness.v2 ? TIMER_STATES : (["Scheduled", "Reached", "Cancelled"] as const);
       if (!harness.v2) context.annotate?.("v2 states skipped: the store's schema has only Scheduled, Reached, Cancelled");
-      await harness.seed(states.map((state, i) => record(`in-${state}`, NOW + i, { state, ...(state === "Scheduled" ? {} : { reachedAtMs: NOW }) })));
+      await harness.seed(
+        states.map((state, i) => record(`in-${state}`, NOW + i, { state, ...(state === "Scheduled" ? {} : { reachedAtMs: NOW }) })),
+      );
       for (const state of states) {
         expect((await queries.get({ tenantId: TENANT, serviceCallId: `in-${state}` }))?.state).toBe(state);
         expect(ids((await list({ state })).timers)).toEqual([`in-${state}`]);
@@ -112,7 +120,10 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
         createdBy: "alice",
         createdVia: "cli",
       });
-      const recurring = record("recurring", NOW + 1_000, { repeat: '{"everyMs":60000,"firstDueAt":"2025-11-25T22:00:00.000Z"}', occurrence: 4 });
+      const recurring = record("recurring", NOW + 1_000, {
+        repeat: '{"everyMs":60000,"firstDueAt":"2025-11-25T22:00:00.000Z"}',
+        occurrence: 4,
+      });
       await harness.seed([tracked, recurring]);
       expect(await queries.get({ tenantId: TENANT, serviceCallId: "tracked" })).toEqual(tracked);
       expect(await queries.get({ tenantId: TENANT, serviceCallId: "recurring" })).toEqual(recurring);
@@ -171,7 +182,10 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
         const ahead = timers[page * 100 + 50];
         const ahead2 = timers[page * 100 + 60];
         const ahead3 = timers[page * 100 + 70];
-        const updates = [{ ...seen, dueAtMs: NOW + 10_000_000, updatedAtMs: changedAt, generation: 2 }, record(`new-${page}`, NOW + 9_000_000, { updatedAtMs: changedAt })];
+        const updates = [
+          { ...seen, dueAtMs: NOW + 10_000_000, updatedAtMs: changedAt, generation: 2 },
+          record(`new-${page}`, NOW + 9_000_000, { updatedAtMs: changedAt }),
+        ];
         if (ahead !== undefined) updates.push({ ...ahead, dueAtMs: NOW - 1, updatedAtMs: changedAt, generation: 2 });
         if (ahead2 !== undefined) updates.push({ ...ahead2, state: "Cancelled", updatedAtMs: changedAt });
         if (ahead3 !== undefined) updates.push({ ...ahead3, state: "Reached", reachedAtMs: changedAt, updatedAtMs: changedAt });
@@ -223,7 +237,12 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
     });
 
     it("when timers of several tenants are stored, then tenants lists each once in code point order", async () => {
-      await harness.seed([record("a", NOW, { tenantId: "globex" }), record("b", NOW, { tenantId: "acme" }), record("c", NOW, { tenantId: "acme" }), record("d", NOW, { tenantId: "Zeta" })]);
+      await harness.seed([
+        record("a", NOW, { tenantId: "globex" }),
+        record("b", NOW, { tenantId: "acme" }),
+        record("c", NOW, { tenantId: "acme" }),
+        record("d", NOW, { tenantId: "Zeta" }),
+      ]);
       expect(await queries.tenants(10)).toEqual(["Zeta", "acme", "globex"]);
       expect(await queries.tenants(2)).toEqual(["Zeta", "acme"]);
     });

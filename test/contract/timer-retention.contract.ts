@@ -34,7 +34,9 @@ export function describeTimerRetentionContract(name: string, open: () => Promise
 
     it("when final timers changed before the cutoff, then they go; newer ones and unfinished ones stay", async () => {
       const cutoff = NOW - HOUR;
-      const finalStates = harness.v2 ? (["Reached", "Cancelled", "Missed", "Completed", "Failed", "TimedOut"] as const) : (["Reached", "Cancelled"] as const);
+      const finalStates = harness.v2
+        ? (["Reached", "Cancelled", "Missed", "Completed", "Failed", "TimedOut"] as const)
+        : (["Reached", "Cancelled"] as const);
       await harness.seed([
         ...finalStates.map((state) => record(`old-${state}`, NOW - 2 * HOUR, { state, updatedAtMs: cutoff - 1 })),
         ...finalStates.map((state) => record(`new-${state}`, NOW - 2 * HOUR, { state, updatedAtMs: cutoff })),
@@ -43,7 +45,7 @@ export function describeTimerRetentionContract(name: string, open: () => Promise
         ...(harness.v2 ? [record("old-fired", NOW - 2 * HOUR, { state: "Fired", updatedAtMs: cutoff - HOUR })] : []),
       ]);
       let deleted = 0;
-      for (let n; (n = await harness.retention.deleteFinalTimers(cutoff, 2)) > 0; ) {
+      for (let n; (n = await harness.retention.deleteFinalTimers(cutoff, 2)) > 0;) {
         expect(n).toBeLessThanOrEqual(2);
         deleted += n;
       }
@@ -58,13 +60,17 @@ export function describeTimerRetentionContract(name: string, open: () => Promise
     });
 
     it("when a batch is smaller than the backlog, then the oldest changes go first", async () => {
-      await harness.seed([3, 1, 2].map((age) => record(`age-${age}`, NOW - 10 * HOUR, { state: "Reached", updatedAtMs: NOW - age * HOUR })));
+      await harness.seed(
+        [3, 1, 2].map((age) => record(`age-${age}`, NOW - 10 * HOUR, { state: "Reached", updatedAtMs: NOW - age * HOUR })),
+      );
       expect(await harness.retention.deleteFinalTimers(NOW, 2)).toBe(2);
       expect([await exists("age-3"), await exists("age-2"), await exists("age-1")]).toEqual([false, false, true]);
     });
 
     it("when a sweep runs, then it deletes in batches until no old row is left and counts what it deleted", async () => {
-      await harness.seed(Array.from({ length: 25 }, (_, i) => record(`sweep-${i}`, NOW - 10 * HOUR, { state: "Reached", updatedAtMs: NOW - 3 * HOUR })));
+      await harness.seed(
+        Array.from({ length: 25 }, (_, i) => record(`sweep-${i}`, NOW - 10 * HOUR, { state: "Reached", updatedAtMs: NOW - 3 * HOUR })),
+      );
       await harness.seed([record("recent", NOW - 10 * HOUR, { state: "Reached", updatedAtMs: NOW - HOUR / 2 })]);
       const counted: number[] = [];
       const report = await sweepRetention({

@@ -27,11 +27,7 @@ const decideAt =
   (current, command, context) =>
     decideCommand(current, command, nowMs, context);
 
-function schedule(
-  serviceCallId: string,
-  dueAtMs: number,
-  fields: Partial<ScheduleTimerCommand> = {},
-): ScheduleTimerCommand {
+function schedule(serviceCallId: string, dueAtMs: number, fields: Partial<ScheduleTimerCommand> = {}): ScheduleTimerCommand {
   const defaults = { tenantId: TENANT, data: null, correlationId: null, timestampMs: 1 };
   return { kind: "schedule", ...defaults, serviceCallId, dueAtMs, ...fields };
 }
@@ -48,7 +44,15 @@ function firing(read: DueTimer, next: Partial<TimerAfterFiring>): Firing {
     serviceCallId,
     dueAtMs,
     generation,
-    next: { state: "Reached", dueAtMs, occurrence: read.occurrence, reachedAtMs: null, commandTs: read.commandTs, updatedAtMs: NOW, ...next },
+    next: {
+      state: "Reached",
+      dueAtMs,
+      occurrence: read.occurrence,
+      reachedAtMs: null,
+      commandTs: read.commandTs,
+      updatedAtMs: NOW,
+      ...next,
+    },
   };
 }
 
@@ -77,7 +81,10 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
 
     /** Records firings that end the timers `Reached` at `reachedAtMs`, as a one-shot's publish does. */
     const markReached = (timers: readonly DueTimer[], reachedAtMs: number, owner: string): Promise<TimerKey[]> =>
-      store.recordFirings(timers.map((t) => firing(t, { state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs })), owner);
+      store.recordFirings(
+        timers.map((t) => firing(t, { state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs })),
+        owner,
+      );
 
     /** Fires the timers due at `nowMs` as the poller does: read, then mark. */
     async function fireDue(nowMs: number): Promise<TimerKey[]> {
@@ -89,7 +96,6 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         const command = schedule("call-1", NOW + 60_000, { data: '{"a":1}', correlationId: "req-1", timestampMs: 7 });
 
         const decisions = await apply(command);
-
 
         expect(decisions.map((d) => d.outcome)).toEqual(["accepted"]);
         expect(await store.get(key("call-1"))).toEqual({
@@ -224,10 +230,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       });
 
       it("when the same serviceCallId is used by two tenants, then they are two timers", async () => {
-        await apply(
-          schedule("shared", NOW + 1, { tenantId: "acme" }),
-          schedule("shared", NOW + 2, { tenantId: "globex" }),
-        );
+        await apply(schedule("shared", NOW + 1, { tenantId: "acme" }), schedule("shared", NOW + 2, { tenantId: "globex" }));
         await apply(cancel("shared", { tenantId: "acme", timestampMs: 2 }));
 
         expect(await store.get(key("shared", "acme"))).toMatchObject({ state: "Cancelled", dueAtMs: NOW + 1 });
@@ -406,12 +409,28 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       it("when a recurring timer is read with its series and its firing moves it on, then it stays Scheduled at the next occurrence", async () => {
         await apply(schedule("rec", NOW, { repeat: every(10_000, NOW), maxLatenessMs: 5_000 }));
         const [read] = await claim(NOW, 10);
-        expect(read).toMatchObject({ occurrence: 1, repeat: every(10_000, NOW), maxLatenessMs: 5_000, commandTs: 1, reachedAtMs: null, prefixCancelTs: null });
+        expect(read).toMatchObject({
+          occurrence: 1,
+          repeat: every(10_000, NOW),
+          maxLatenessMs: 5_000,
+          commandTs: 1,
+          reachedAtMs: null,
+          prefixCancelTs: null,
+        });
 
-        const recorded = await store.recordFirings([firing(read!, { state: "Scheduled", dueAtMs: NOW + 10_000, occurrence: 2, reachedAtMs: NOW + 3 })], OWNER);
+        const recorded = await store.recordFirings(
+          [firing(read!, { state: "Scheduled", dueAtMs: NOW + 10_000, occurrence: 2, reachedAtMs: NOW + 3 })],
+          OWNER,
+        );
 
         expect(recorded).toEqual([key("rec")]);
-        expect(await store.get(key("rec"))).toMatchObject({ state: "Scheduled", dueAtMs: NOW + 10_000, occurrence: 2, generation: 1, reachedAtMs: NOW + 3 });
+        expect(await store.get(key("rec"))).toMatchObject({
+          state: "Scheduled",
+          dueAtMs: NOW + 10_000,
+          occurrence: 2,
+          generation: 1,
+          reachedAtMs: NOW + 3,
+        });
         expect(await claim(NOW + 9_999, 10)).toEqual([]);
         expect((await claim(NOW + 10_000, 10)).map((t) => [t.dueAtMs, t.occurrence])).toEqual([[NOW + 10_000, 2]]);
         expect(await store.nextDueAt()).toBe(NOW + 10_000);
@@ -442,7 +461,10 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         const [first, second] = await claim(NOW, 10);
         await apply({ kind: "cancelPrefix", tenantId: TENANT, serviceCallIdPrefix: "p:", correlationId: null, timestampMs: 3 });
 
-        const recorded = await store.recordFirings([firing(first!, { reachedAtMs: NOW }), firing(second!, { state: "Cancelled", commandTs: 3 })], OWNER);
+        const recorded = await store.recordFirings(
+          [firing(first!, { reachedAtMs: NOW }), firing(second!, { state: "Cancelled", commandTs: 3 })],
+          OWNER,
+        );
 
         expect(recorded).toEqual([key("p:2")]);
         expect(await store.get(key("p:1"))).toMatchObject({ state: "Scheduled", commandTs: 1 });
@@ -453,7 +475,10 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         await apply(schedule("late", NOW - 60_000, { maxLatenessMs: 1_000 }));
         const due = await claim(NOW, 10);
 
-        await store.recordFirings(due.map((t) => firing(t, { state: "Missed", reachedAtMs: NOW })), OWNER);
+        await store.recordFirings(
+          due.map((t) => firing(t, { state: "Missed", reachedAtMs: NOW })),
+          OWNER,
+        );
 
         expect(await store.get(key("late"))).toMatchObject({ state: "Missed", reachedAtMs: NOW, dueAtMs: NOW - 60_000 });
         expect(await store.countScheduled()).toBe(0);
@@ -462,7 +487,13 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       });
 
       it("when a rule, occurrence and lateness are stored, then they round trip through get and reopen", async (context) => {
-        const cron = { cron: "30 2 * * *", timezone: "Europe/Berlin", untilMs: NOW + 86_400_000 * 30, maxOccurrences: 12, firstDueAtMs: NOW + 1_000 };
+        const cron = {
+          cron: "30 2 * * *",
+          timezone: "Europe/Berlin",
+          untilMs: NOW + 86_400_000 * 30,
+          maxOccurrences: 12,
+          firstDueAtMs: NOW + 1_000,
+        };
         await apply(schedule("cron", NOW + 1_000, { repeat: cron, maxLatenessMs: 0 }), schedule("plain", NOW + 2_000));
 
         expect(await store.get(key("cron"))).toMatchObject({ repeat: cron, occurrence: 1, maxLatenessMs: 0 });
@@ -495,7 +526,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         const decisions = await apply(cancelPrefix("order-1:", 5), cancelPrefix("order-1:", 5), cancelPrefix("order-1:", 4));
 
         expect(decisions.map((d) => d.outcome)).toEqual(["accepted", "ignored", "ignored"]);
-        expect(await store.unfinishedPrefixCancels()).toEqual([{ tenantId: TENANT, serviceCallIdPrefix: "order-1:", commandTs: 5, progressKey: "" }]);
+        expect(await store.unfinishedPrefixCancels()).toEqual([
+          { tenantId: TENANT, serviceCallIdPrefix: "order-1:", commandTs: 5, progressKey: "" },
+        ]);
       });
 
       it("when commands and due timers match a recorded prefix cancel, then decide and claimDue are told its newest timestamp", async () => {
@@ -507,15 +540,26 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           return decideCommand(current, command, NOW, context);
         };
 
-        await store.applyCommands([cancel("order-1:b", { timestampMs: 9 }), cancel("order-2:b", { timestampMs: 9 }), cancel("zzz", { timestampMs: 9 })], spy);
+        await store.applyCommands(
+          [cancel("order-1:b", { timestampMs: 9 }), cancel("order-2:b", { timestampMs: 9 }), cancel("zzz", { timestampMs: 9 })],
+          spy,
+        );
         const due = await claim(NOW, 10);
 
         expect(seen).toEqual([7, 3, null]);
-        expect(due.map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([["order-1:a", 7], ["order-2:a", 3], ["other", null]]);
+        expect(due.map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([
+          ["order-1:a", 7],
+          ["order-2:a", 3],
+          ["other", null],
+        ]);
       });
 
       it("when a schedule follows a prefix cancel in the same call, then it sees the prefix cancel", async () => {
-        const decisions = await apply(cancelPrefix("p:", 5), schedule("p:late", NOW, { timestampMs: 5 }), schedule("p:new", NOW, { timestampMs: 6 }));
+        const decisions = await apply(
+          cancelPrefix("p:", 5),
+          schedule("p:late", NOW, { timestampMs: 5 }),
+          schedule("p:new", NOW, { timestampMs: 6 }),
+        );
 
         expect(decisions.map((d) => d.outcome)).toEqual(["accepted", "ignored", "accepted"]);
         expect(await store.get(key("p:late"))).toBeUndefined();
@@ -530,16 +574,30 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
 
         const batches = await sweepAll("p:", 2);
 
-        const states = Object.fromEntries(await Promise.all([...ids, "p:newer"].map(async (id) => [id, (await store.get(key(id)))?.state])));
+        const states = Object.fromEntries(
+          await Promise.all([...ids, "p:newer"].map(async (id) => [id, (await store.get(key(id)))?.state])),
+        );
         expect(states).toEqual({
-          p: "Scheduled", "p:": "Cancelled", "p:1": "Cancelled", "p:10": "Cancelled", "p:2": "Cancelled",
-          "p:\u{10FFFF}": "Cancelled", "p:😀": "Cancelled", "p;": "Scheduled", o: "Scheduled", "q:1": "Scheduled", "p:newer": "Scheduled",
+          p: "Scheduled",
+          "p:": "Cancelled",
+          "p:1": "Cancelled",
+          "p:10": "Cancelled",
+          "p:2": "Cancelled",
+          "p:\u{10FFFF}": "Cancelled",
+          "p:😀": "Cancelled",
+          "p;": "Scheduled",
+          o: "Scheduled",
+          "q:1": "Scheduled",
+          "p:newer": "Scheduled",
         });
         expect(await store.get(key("p:1"))).toMatchObject({ commandTs: 5 });
         expect(await store.get(key("p:x", "globex"))).toMatchObject({ state: "Scheduled" });
         expect(batches).toBe(4);
         expect(await store.unfinishedPrefixCancels()).toEqual([]);
-        expect(await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "p:" }, 2, decideAt(NOW))).toEqual({ decisions: [], done: true });
+        expect(await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "p:" }, 2, decideAt(NOW))).toEqual({
+          decisions: [],
+          done: true,
+        });
       });
 
       it("when the store is reopened mid-sweep, then the sweep resumes after its progress", async (context) => {
@@ -552,7 +610,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         await store.close();
         store = await harness.reopen();
 
-        expect(await store.unfinishedPrefixCancels()).toEqual([{ tenantId: TENANT, serviceCallIdPrefix: "k:", commandTs: 5, progressKey: "k:2" }]);
+        expect(await store.unfinishedPrefixCancels()).toEqual([
+          { tenantId: TENANT, serviceCallIdPrefix: "k:", commandTs: 5, progressKey: "k:2" },
+        ]);
         const second = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, decideAt(NOW));
         expect(second.decisions.map((d) => d.next?.serviceCallId)).toEqual(["k:3", "k:4"]);
         expect((await claim(NOW + 1_000, 10)).map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([["k:5", 5]]);

@@ -25,7 +25,11 @@ describe("clustered broker with R3 streams", () => {
 
   beforeAll(async () => {
     cluster = await NatsCluster.start(3);
-    service = await TimerServiceProcess.start(cluster.urls, { TIMER_STREAM_REPLICAS: "3", TIMER_POLLING_INTERVAL: "500" }, { waitReady: false });
+    service = await TimerServiceProcess.start(
+      cluster.urls,
+      { TIMER_STREAM_REPLICAS: "3", TIMER_POLLING_INTERVAL: "500" },
+      { waitReady: false },
+    );
     // Creating R3 streams takes a Raft election each: allow for a loaded machine.
     await service.waitUntilReady(60_000).catch((error: Error) => {
       throw new Error(`${error.message}\n${service.logLines.slice(-20).join("\n")}`);
@@ -67,7 +71,11 @@ describe("clustered broker with R3 streams", () => {
     const firedAtSecondStop = reader.firedTimers;
     await second.stop(true);
 
-    await reader.waitForTimers(TENANT, timers.map((t) => t.serviceCallId), 60_000);
+    await reader.waitForTimers(
+      TENANT,
+      timers.map((t) => t.serviceCallId),
+      60_000,
+    );
     console.info(
       `broker-cluster: stopped ${first.name} (events leader) at ${firedAtFirstStop}/${TIMERS} fired, restarted it; ` +
         `stopped ${second.name} at ${firedAtSecondStop}/${TIMERS}; ${reader.events.length} events stored`,
@@ -87,7 +95,10 @@ describe("clustered broker with R3 streams", () => {
 async function streamLeader(cluster: NatsCluster, jsm: JetStreamManager, stream: string): Promise<NatsClusterNode> {
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const leader = await jsm.streams.info(stream).then((info) => info.cluster?.leader, () => undefined);
+    const leader = await jsm.streams.info(stream).then(
+      (info) => info.cluster?.leader,
+      () => undefined,
+    );
     const node = cluster.nodes.find((candidate) => candidate.name === leader && candidate.running);
     if (node !== undefined) return node;
     if (Date.now() > deadline) throw new Error(`${stream} has no leader among the running nodes (last: ${leader})`);

@@ -3,7 +3,17 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TimerClient } from "../support/timer-client.js";
 import type { EventStreamReader } from "../support/event-stream-reader.js";
-import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, until, waitUntilStored, startFaultHarness, type FaultHarness } from "./fault-support.js";
+import {
+  TENANT,
+  earlyEvents,
+  mismatchedEvents,
+  planTimers,
+  scheduleAll,
+  until,
+  waitUntilStored,
+  startFaultHarness,
+  type FaultHarness,
+} from "./fault-support.js";
 
 /**
  * CONTRACT §3.9: the service survives the broker going away, reports not-ready meanwhile, reconnects
@@ -37,9 +47,15 @@ describe("broker outage", () => {
     await nats.restart();
 
     await service.waitForReadyz(200, 15_000);
-    await reader.waitForTimers(TENANT, timers.map((t) => t.serviceCallId), 20_000);
+    await reader.waitForTimers(
+      TENANT,
+      timers.map((t) => t.serviceCallId),
+      20_000,
+    );
     const newAfterRestart = await scheduleAfterReady(client, reader, "new-after-restart");
-    console.info(`broker restart on its store: a timer scheduled once /readyz was 200 again fired after ${newAfterRestart} ms (due after 300 ms)`);
+    console.info(
+      `broker restart on its store: a timer scheduled once /readyz was 200 again fired after ${newAfterRestart} ms (due after 300 ms)`,
+    );
     for (const timer of duringOutage) {
       expect(reader.eventsOf(TENANT, timer.serviceCallId)[0]!.storedAtMs).toBeGreaterThanOrEqual(restartedAtMs);
     }
@@ -63,9 +79,15 @@ describe("broker outage", () => {
     await nats.restart();
     await service.waitForReadyz(200, 15_000);
 
-    await reader.waitForTimers(TENANT, storedBefore.map((t) => t.serviceCallId), 20_000);
+    await reader.waitForTimers(
+      TENANT,
+      storedBefore.map((t) => t.serviceCallId),
+      20_000,
+    );
     const scheduledAfterMs = await scheduleAfterReady(client, reader, "fresh");
-    console.info(`broker restart with an empty store: a timer scheduled once /readyz was 200 again fired after ${scheduledAfterMs} ms (due after 300 ms)`);
+    console.info(
+      `broker restart with an empty store: a timer scheduled once /readyz was 200 again fired after ${scheduledAfterMs} ms (due after 300 ms)`,
+    );
     // The recreated consumer is pulled from at once, not after the old pull request expires (~15–45 s).
     expect(scheduledAfterMs).toBeLessThan(5_000);
     for (const timer of storedBefore) expect(reader.eventsOf(TENANT, timer.serviceCallId).at(-1)!.epoch).toBe(1);

@@ -92,7 +92,12 @@ export async function commandBacklog(client: TimerClient): Promise<{ pending: nu
  * Waits until the service has acked every command (its consumer has no backlog), which it does only
  * after the commit, and its `timer_schedules_pending` gauge says `scheduled`.
  */
-export async function waitUntilStored(client: TimerClient, service: TimerServiceProcess, scheduled: number, timeoutMs = 15_000): Promise<void> {
+export async function waitUntilStored(
+  client: TimerClient,
+  service: TimerServiceProcess,
+  scheduled: number,
+  timeoutMs = 15_000,
+): Promise<void> {
   let last = "";
   await until(
     async () => {
@@ -142,7 +147,10 @@ export async function storedTimerStatesOf(service: TimerServiceProcess): Promise
 export function storedTimerStates(dbPath: string): Map<string, string> {
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   try {
-    const rows = db.prepare("SELECT service_call_id AS id, state FROM timer_schedules WHERE tenant_id = ?").all(TENANT) as { id: string; state: string }[];
+    const rows = db.prepare("SELECT service_call_id AS id, state FROM timer_schedules WHERE tenant_id = ?").all(TENANT) as {
+      id: string;
+      state: string;
+    }[];
     return new Map(rows.map((row) => [row.id, row.state]));
   } finally {
     db.close();

@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, waitUntilStored, startFaultHarness, type FaultHarness } from "./fault-support.js";
+import {
+  TENANT,
+  earlyEvents,
+  mismatchedEvents,
+  planTimers,
+  scheduleAll,
+  waitUntilStored,
+  startFaultHarness,
+  type FaultHarness,
+} from "./fault-support.js";
 
 /** CONTRACT §3.8: once a command is acked its effect survives kill -9 of the service. */
 describe("kill -9 after the commands were acked", () => {
@@ -24,7 +33,11 @@ describe("kill -9 after the commands were acked", () => {
     expect(killed.signal).toBe("SIGKILL");
 
     await service.restart();
-    await reader.waitForTimers(TENANT, timers.map((t) => t.serviceCallId), 20_000);
+    await reader.waitForTimers(
+      TENANT,
+      timers.map((t) => t.serviceCallId),
+      20_000,
+    );
 
     expect(reader.firedTimers).toBe(timers.length);
     expect(earlyEvents(reader.events)).toEqual([]);

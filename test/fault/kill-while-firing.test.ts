@@ -1,6 +1,16 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TENANT, earlyEvents, mismatchedEvents, scheduleAll, storedTimerStatesOf, waitUntilStored, type PlannedTimer, startFaultHarness, type FaultHarness } from "./fault-support.js";
+import {
+  TENANT,
+  earlyEvents,
+  mismatchedEvents,
+  scheduleAll,
+  storedTimerStatesOf,
+  waitUntilStored,
+  type PlannedTimer,
+  startFaultHarness,
+  type FaultHarness,
+} from "./fault-support.js";
 
 const TIMERS = 2_000;
 
@@ -40,7 +50,11 @@ describe("kill -9 while due timers are being fired", () => {
     const republished = storedBeforeKill - reachedAtKill;
 
     await service.restart();
-    await reader.waitForTimers(TENANT, timers.map((t) => t.serviceCallId), 20_000);
+    await reader.waitForTimers(
+      TENANT,
+      timers.map((t) => t.serviceCallId),
+      20_000,
+    );
 
     const ids = reader.events.map((event) => event.id);
     console.info(

@@ -75,7 +75,9 @@ describe.skipIf(TEST_STORE === "postgres")("three instances on one Postgres", ()
       serviceCallId: `spread-${i}`,
       dueAtMs: startMs + SPREAD_FROM_MS + Math.floor((SPREAD_WINDOW_MS * i) / SPREAD),
     }));
-    const cancelled = new Set(spread.filter((_, i) => i >= SPREAD * CANCEL_FROM_SHARE && i % CANCEL_EVERY === 0).map((t) => t.serviceCallId));
+    const cancelled = new Set(
+      spread.filter((_, i) => i >= SPREAD * CANCEL_FROM_SHARE && i % CANCEL_EVERY === 0).map((t) => t.serviceCallId),
+    );
 
     // Ingest of the spread timers, each cancel right after its schedule (so it is the newer command);
     // instance 0 is killed once a third of them are in the stream.
@@ -111,7 +113,11 @@ describe.skipIf(TEST_STORE === "postgres")("three instances on one Postgres", ()
 
     const all = [...spread, ...burst];
     const mustFire = all.filter((t) => !cancelled.has(t.serviceCallId));
-    await reader.waitForTimers(TENANT, mustFire.map((t) => t.serviceCallId), 120_000);
+    await reader.waitForTimers(
+      TENANT,
+      mustFire.map((t) => t.serviceCallId),
+      120_000,
+    );
     await untilTrue(() => Date.now() > spread.at(-1)!.dueAtMs + 1_000, 60_000, "the last spread timer is past due");
     // Late republishes of expired claims land within a claim TTL and a poll.
     await sleep(CLAIM_TTL_MS + 1_500);
@@ -130,7 +136,10 @@ describe.skipIf(TEST_STORE === "postgres")("three instances on one Postgres", ()
     );
     publishes.stop();
 
-    expect(mustFire.filter((t) => !reader.hasFired(TENANT, t.serviceCallId)), "lost").toEqual([]);
+    expect(
+      mustFire.filter((t) => !reader.hasFired(TENANT, t.serviceCallId)),
+      "lost",
+    ).toEqual([]);
     expect(earlyEvents(reader.events), "early").toEqual([]);
     expect(mismatchedEvents(reader.events, all)).toEqual([]);
     expect(burstFiredAtKill, "the second kill must land mid-burst").toBeLessThan(BURST);
@@ -140,7 +149,10 @@ describe.skipIf(TEST_STORE === "postgres")("three instances on one Postgres", ()
     expect(stored, "distinct events = fired timers").toBe(reader.firedTimers);
     expect(reader.firedTimers).toBe(mustFire.length + firedCancelled.length);
     expect(publishes.byMsgId.size, "every published id is stored once").toBe(stored);
-    expect([...states.values()].filter((state) => state === "Scheduled"), "nothing left scheduled").toEqual([]);
+    expect(
+      [...states.values()].filter((state) => state === "Scheduled"),
+      "nothing left scheduled",
+    ).toEqual([]);
   }, 240_000);
 });
 
@@ -149,7 +161,10 @@ async function timerStates(schema: string): Promise<Map<string, string>> {
   const db = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await db.connect();
   try {
-    const { rows } = await db.query<{ id: string; state: string }>(`SELECT service_call_id AS id, state FROM "${schema}".timer_schedules WHERE tenant_id = $1`, [TENANT]);
+    const { rows } = await db.query<{ id: string; state: string }>(
+      `SELECT service_call_id AS id, state FROM "${schema}".timer_schedules WHERE tenant_id = $1`,
+      [TENANT],
+    );
     return new Map(rows.map((row) => [row.id, row.state]));
   } finally {
     await db.end();
@@ -174,7 +189,10 @@ class CommandProducer {
     const worker = async (): Promise<void> => {
       while (next < timers.length) {
         const timer = timers[next++]!;
-        await this.command("schedule", `s-${timer.serviceCallId}`, { serviceCallId: timer.serviceCallId, dueAt: new Date(timer.dueAtMs).toISOString() });
+        await this.command("schedule", `s-${timer.serviceCallId}`, {
+          serviceCallId: timer.serviceCallId,
+          dueAt: new Date(timer.dueAtMs).toISOString(),
+        });
         this.acked++;
         if (cancel(timer)) await this.command("cancel", `c-${timer.serviceCallId}`, { serviceCallId: timer.serviceCallId });
       }

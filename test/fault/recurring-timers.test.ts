@@ -44,7 +44,9 @@ describe("recurring timers, lateness and prefix cancel against the real service"
     await service.restart();
     await until(() => eventsOf(client.events, "DueTimeReached", "tick").length >= beforeStop + 4, 15_000, "occurrences after the restart");
 
-    const after = eventsOf(client.events, "DueTimeReached", "tick").slice(beforeStop).map((e) => e.body.payload);
+    const after = eventsOf(client.events, "DueTimeReached", "tick")
+      .slice(beforeStop)
+      .map((e) => e.body.payload);
     expect(after[0].missedOccurrences).toBeGreaterThanOrEqual(8);
     const last = eventsOf(client.events, "DueTimeReached", "tick")[beforeStop - 1]!.body.payload;
     expect(after[0].occurrence).toBe(last.occurrence + after[0].missedOccurrences + 1);
@@ -82,63 +84,83 @@ describe("recurring timers, lateness and prefix cancel against the real service"
 
   // Fills and inspects the SQLite file directly (100,000 rows in a second); the Postgres store's
   // prefix cancel is covered by the store contract suite.
-  it.skipIf(TEST_STORE !== "sqlite")("when 100,000 matching timers are cancelled by prefix, then unrelated timers keep firing on time, none of them fires, and a late older schedule stays cancelled", async () => {
-    harness = await startFaultHarness({ TIMER_POLLING_INTERVAL: "1000" });
-    const { client, service } = harness;
-    await service.kill("SIGTERM");
-    insertScheduled(service.env.TIMER_DB_PATH!, "order-4711:", 100_000, Date.now() + 120_000, 1_000);
-    await service.restart();
-    expect(await service.metric("timer_schedules_pending")).toBe(100_000);
-    const beatDueMs = Math.ceil((Date.now() + 1_000) / 1_000) * 1_000;
-    await schedule({ serviceCallId: "beat", dueAt: new Date(beatDueMs).toISOString(), repeat: { everyMs: 1_000 } });
-    await until(() => eventsOf(client.events, "DueTimeReached", "beat").length >= 2, 10_000, "beat fires").catch((error: Error) => {
-      throw new Error(`${error.message}; log: ${service.logLines.slice(-8).join("\n")}`);
-    });
+  it.skipIf(TEST_STORE !== "sqlite")(
+    "when 100,000 matching timers are cancelled by prefix, then unrelated timers keep firing on time, none of them fires, and a late older schedule stays cancelled",
+    async () => {
+      harness = await startFaultHarness({ TIMER_POLLING_INTERVAL: "1000" });
+      const { client, service } = harness;
+      await service.kill("SIGTERM");
+      insertScheduled(service.env.TIMER_DB_PATH!, "order-4711:", 100_000, Date.now() + 120_000, 1_000);
+      await service.restart();
+      expect(await service.metric("timer_schedules_pending")).toBe(100_000);
+      const beatDueMs = Math.ceil((Date.now() + 1_000) / 1_000) * 1_000;
+      await schedule({ serviceCallId: "beat", dueAt: new Date(beatDueMs).toISOString(), repeat: { everyMs: 1_000 } });
+      await until(() => eventsOf(client.events, "DueTimeReached", "beat").length >= 2, 10_000, "beat fires").catch((error: Error) => {
+        throw new Error(`${error.message}; log: ${service.logLines.slice(-8).join("\n")}`);
+      });
 
-    const cancelTs = Date.now();
-    const beatsBefore = eventsOf(client.events, "DueTimeReached", "beat").length;
-    await client.publishRaw(`timer.commands.cancelprefix.${TENANT}`, envelope("CancelTimersByPrefix", { serviceCallIdPrefix: "order-4711:" }, cancelTs));
-    await until(async () => (await service.metric("timer_schedules_pending")) === 1, 60_000, "every matching timer cancelled");
-    await sleep(1_000);
+      const cancelTs = Date.now();
+      const beatsBefore = eventsOf(client.events, "DueTimeReached", "beat").length;
+      await client.publishRaw(
+        `timer.commands.cancelprefix.${TENANT}`,
+        envelope("CancelTimersByPrefix", { serviceCallIdPrefix: "order-4711:" }, cancelTs),
+      );
+      await until(async () => (await service.metric("timer_schedules_pending")) === 1, 60_000, "every matching timer cancelled");
+      await sleep(1_000);
 
-    const beatsDuring = eventsOf(client.events, "DueTimeReached", "beat").slice(beatsBefore).map((e) => e.body.payload);
-    console.info(`prefix cancel of 100,000: ${beatsDuring.length} beats meanwhile, max lateMs ${Math.max(...beatsDuring.map((p) => p.lateMs))}`);
-    expect(beatsDuring.length).toBeGreaterThanOrEqual(2);
-    for (const payload of beatsDuring) {
-      expect(payload.missedOccurrences, "no beat skipped").toBeUndefined();
-      expect(payload.lateMs, "the beat stays on time").toBeLessThan(1_000);
-    }
-    expect(await service.metric('timer_commands_received_total{type="CancelTimersByPrefix",outcome="accepted"}')).toBe(1);
+      const beatsDuring = eventsOf(client.events, "DueTimeReached", "beat")
+        .slice(beatsBefore)
+        .map((e) => e.body.payload);
+      console.info(
+        `prefix cancel of 100,000: ${beatsDuring.length} beats meanwhile, max lateMs ${Math.max(...beatsDuring.map((p) => p.lateMs))}`,
+      );
+      expect(beatsDuring.length).toBeGreaterThanOrEqual(2);
+      for (const payload of beatsDuring) {
+        expect(payload.missedOccurrences, "no beat skipped").toBeUndefined();
+        expect(payload.lateMs, "the beat stays on time").toBeLessThan(1_000);
+      }
+      expect(await service.metric('timer_commands_received_total{type="CancelTimersByPrefix",outcome="accepted"}')).toBe(1);
 
-    // A schedule for a matching key sent before the prefix cancel but arriving after it: ignored.
-    await schedule({ serviceCallId: "order-4711:77", dueAt: new Date(Date.now() + 500).toISOString() }, cancelTs - 1);
-    await schedule({ serviceCallId: "order-4711:78", dueAt: new Date(Date.now() + 500).toISOString() }, cancelTs + 1);
-    await client.waitForDue(TENANT, "order-4711:78", 10_000);
-    await sleep(1_000);
-    expect(client.events.filter((e) => e.body.type === "DueTimeReached" && e.body.payload?.serviceCallId?.startsWith("order-4711:")).map((e) => e.body.payload.serviceCallId)).toEqual(["order-4711:78"]);
+      // A schedule for a matching key sent before the prefix cancel but arriving after it: ignored.
+      await schedule({ serviceCallId: "order-4711:77", dueAt: new Date(Date.now() + 500).toISOString() }, cancelTs - 1);
+      await schedule({ serviceCallId: "order-4711:78", dueAt: new Date(Date.now() + 500).toISOString() }, cancelTs + 1);
+      await client.waitForDue(TENANT, "order-4711:78", 10_000);
+      await sleep(1_000);
+      expect(
+        client.events
+          .filter((e) => e.body.type === "DueTimeReached" && e.body.payload?.serviceCallId?.startsWith("order-4711:"))
+          .map((e) => e.body.payload.serviceCallId),
+      ).toEqual(["order-4711:78"]);
 
-    await service.kill("SIGTERM");
-    const db = new Database(service.env.TIMER_DB_PATH!, { readonly: true });
-    try {
-      const states = db.prepare("SELECT state, count(*) AS n FROM timer_schedules WHERE service_call_id LIKE 'order-4711:%' GROUP BY state").all();
-      // order-4711:78 was re-armed by its newer schedule and fired; every other one is Cancelled.
-      expect(states).toEqual([
-        { state: "Cancelled", n: 99_999 },
-        { state: "Reached", n: 1 },
-      ]);
-      expect(db.prepare("SELECT state, command_ts AS commandTs FROM timer_schedules WHERE service_call_id = 'order-4711:77'").get()).toEqual({ state: "Cancelled", commandTs: cancelTs });
-      expect(db.prepare("SELECT progress_key AS progressKey FROM timer_prefix_cancels").all()).toEqual([{ progressKey: null }]);
-    } finally {
-      db.close();
-    }
-  }, 180_000);
+      await service.kill("SIGTERM");
+      const db = new Database(service.env.TIMER_DB_PATH!, { readonly: true });
+      try {
+        const states = db
+          .prepare("SELECT state, count(*) AS n FROM timer_schedules WHERE service_call_id LIKE 'order-4711:%' GROUP BY state")
+          .all();
+        // order-4711:78 was re-armed by its newer schedule and fired; every other one is Cancelled.
+        expect(states).toEqual([
+          { state: "Cancelled", n: 99_999 },
+          { state: "Reached", n: 1 },
+        ]);
+        expect(
+          db.prepare("SELECT state, command_ts AS commandTs FROM timer_schedules WHERE service_call_id = 'order-4711:77'").get(),
+        ).toEqual({ state: "Cancelled", commandTs: cancelTs });
+        expect(db.prepare("SELECT progress_key AS progressKey FROM timer_prefix_cancels").all()).toEqual([{ progressKey: null }]);
+      } finally {
+        db.close();
+      }
+    },
+    180_000,
+  );
 
   it("when the service is killed with SIGKILL in the middle of recurring occurrences, then no occurrence is lost and none is stored twice", async () => {
     harness = await startFaultHarness({ TIMER_BATCH_SIZE: "20", TIMER_POLLING_INTERVAL: "1000" });
     const { client, service, reader } = harness;
     const timers = 300;
     const firstDueMs = Math.ceil((Date.now() + 2_000) / 1_000) * 1_000;
-    for (let i = 0; i < timers; i++) await schedule({ serviceCallId: `rec-${i}`, dueAt: new Date(firstDueMs).toISOString(), repeat: { everyMs: 2_000 } });
+    for (let i = 0; i < timers; i++)
+      await schedule({ serviceCallId: `rec-${i}`, dueAt: new Date(firstDueMs).toISOString(), repeat: { everyMs: 2_000 } });
     await reader.waitUntil(() => reader.events.length >= timers * 2 + 50, 30_000, "two rounds and part of a third");
 
     await service.kill("SIGKILL");

@@ -76,7 +76,11 @@ describe("shutdown", () => {
     // ack_wait (10 s), hence the deadline (docs/reliability.md, gap 3).
     const restartedAtMs = Date.now();
     await service.restart();
-    await reader.waitForTimers(TENANT, timers.map((t) => t.serviceCallId), 50_000);
+    await reader.waitForTimers(
+      TENANT,
+      timers.map((t) => t.serviceCallId),
+      50_000,
+    );
     console.info(`shutdown mid-ingest: all 2000 timers had fired ${Date.now() - restartedAtMs} ms after the restart`);
     expect(earlyEvents(reader.events)).toEqual([]);
   }, 90_000);

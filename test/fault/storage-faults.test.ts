@@ -99,20 +99,33 @@ async function startHarness(env: Record<string, string> = {}): Promise<Harness> 
 }
 
 function plan(prefix: string, count: number, firstDueAtMs: number, spreadMs = 0): Planned[] {
-  return Array.from({ length: count }, (_, i) => ({ serviceCallId: `${prefix}-${i}`, dueAtMs: firstDueAtMs + Math.floor((spreadMs * i) / Math.max(1, count - 1)) }));
+  return Array.from({ length: count }, (_, i) => ({
+    serviceCallId: `${prefix}-${i}`,
+    dueAtMs: firstDueAtMs + Math.floor((spreadMs * i) / Math.max(1, count - 1)),
+  }));
 }
 
 /** Publishes one ScheduleTimer per timer (with `dataBytes` of data) and waits for the commands stream's acks. */
 async function publish(h: Harness, timers: readonly Planned[], dataBytes = 200): Promise<void> {
   await Promise.all(
-    timers.map((t) => h.client.schedule(TENANT, t.serviceCallId, new Date(t.dueAtMs), { id: `cmd-${t.serviceCallId}`, data: { pad: "x".repeat(dataBytes) } })),
+    timers.map((t) =>
+      h.client.schedule(TENANT, t.serviceCallId, new Date(t.dueAtMs), {
+        id: `cmd-${t.serviceCallId}`,
+        data: { pad: "x".repeat(dataBytes) },
+      }),
+    ),
   );
 }
 
 /** Schedules timers due during the fault to come, and waits until the service acked and stored them. */
 async function scheduleBeforeFault(h: Harness, timers: readonly Planned[]): Promise<void> {
   await publish(h, timers);
-  await waitFor(() => h.queue.state(), (s) => s.inStream === 0, 10_000, "timers scheduled before the fault acked");
+  await waitFor(
+    () => h.queue.state(),
+    (s) => s.inStream === 0,
+    10_000,
+    "timers scheduled before the fault acked",
+  );
   const stored = readTimerStates(h.dbPath, TENANT);
   expect(timers.every((t) => stored.get(t.serviceCallId) === "Scheduled")).toBe(true);
 }
@@ -127,7 +140,12 @@ interface FaultObservation {
  * For `durationMs`, every 200 ms: no command of `timers` has been acked (the work-queue stream still
  * holds all of them) and, when the database can be read, none of them is stored.
  */
-async function expectNothingAckedFor(h: Harness, timers: readonly Planned[], durationMs: number, options: { dbPath?: string } = {}): Promise<FaultObservation> {
+async function expectNothingAckedFor(
+  h: Harness,
+  timers: readonly Planned[],
+  durationMs: number,
+  options: { dbPath?: string } = {},
+): Promise<FaultObservation> {
   const endMs = Date.now() + durationMs;
   let samples = 0;
   let dbReads = 0;
@@ -166,7 +184,10 @@ function expectNotReady(h: Harness, faultAtMs: number, clearedAtMs: number): voi
   const notReady = storageNotReady(h.readyz, faultAtMs, clearedAtMs);
   expect(notReady.length, `/readyz during the fault: ${JSON.stringify(h.readyz.stats(faultAtMs, clearedAtMs))}`).toBeGreaterThan(0);
   const firstNotReadyMs = notReady[0]!.atMs;
-  expect(answers.filter((s) => s.atMs > firstNotReadyMs && s.status !== 503), "/readyz other than 503 after the first 503").toEqual([]);
+  expect(
+    answers.filter((s) => s.atMs > firstNotReadyMs && s.status !== 503),
+    "/readyz other than 503 after the first 503",
+  ).toEqual([]);
 }
 
 /** /healthz answered 200 throughout, within a probe timeout. */
@@ -185,20 +206,43 @@ function storeFailures(h: Harness, fromLine: number): { count: number; codes: st
 }
 
 /** After the fault: /readyz 200 by itself, every command acked and stored, every timer fired once, none early. */
-async function expectRecovery(h: Harness, clearedAtMs: number, before: readonly Planned[], during: readonly Planned[]): Promise<{ readyMs: number; storedMs: number; firedMs: number; end: CommandQueueState }> {
+async function expectRecovery(
+  h: Harness,
+  clearedAtMs: number,
+  before: readonly Planned[],
+  during: readonly Planned[],
+): Promise<{ readyMs: number; storedMs: number; firedMs: number; end: CommandQueueState }> {
   await h.service.waitForReadyz(200, 40_000);
   const readyMs = Date.now() - clearedAtMs;
-  const end = await waitFor(() => h.queue.state(), (s) => s.inStream === 0, 40_000, "every command acked after the fault");
+  const end = await waitFor(
+    () => h.queue.state(),
+    (s) => s.inStream === 0,
+    40_000,
+    "every command acked after the fault",
+  );
   const storedMs = Date.now() - clearedAtMs;
   const stored = readTimerStates(h.dbPath, TENANT);
-  expect([...before, ...during].filter((t) => !stored.has(t.serviceCallId)).map((t) => t.serviceCallId), "timers missing from the database").toEqual([]);
-  await h.reader.waitForTimers(TENANT, [...before, ...during].map((t) => t.serviceCallId), 30_000);
+  expect(
+    [...before, ...during].filter((t) => !stored.has(t.serviceCallId)).map((t) => t.serviceCallId),
+    "timers missing from the database",
+  ).toEqual([]);
+  await h.reader.waitForTimers(
+    TENANT,
+    [...before, ...during].map((t) => t.serviceCallId),
+    30_000,
+  );
   const firedMs = Date.now() - clearedAtMs;
 
   const dueAt = new Map([...before, ...during].map((t) => [t.serviceCallId, t.dueAtMs]));
   const events = h.reader.events.filter((e) => e.tenantId === TENANT);
-  expect(events.filter((e) => e.dueAtMs !== dueAt.get(e.serviceCallId)), "events with another dueAt than scheduled").toEqual([]);
-  expect(events.filter((e) => e.reachedAtMs < e.dueAtMs || e.storedAtMs < e.dueAtMs), "events before their dueAt").toEqual([]);
+  expect(
+    events.filter((e) => e.dueAtMs !== dueAt.get(e.serviceCallId)),
+    "events with another dueAt than scheduled",
+  ).toEqual([]);
+  expect(
+    events.filter((e) => e.reachedAtMs < e.dueAtMs || e.storedAtMs < e.dueAtMs),
+    "events before their dueAt",
+  ).toEqual([]);
   expect(h.reader.duplicates, "DueTimeReached stored twice").toBe(0);
   // Every fired timer ends Reached once its mark could be written.
   await waitFor(
@@ -240,7 +284,10 @@ describe.skipIf(TEST_STORE !== "sqlite")("storage faults", () => {
     const notReadyFromMs = lockedAtMs + SERVICE_BUSY_TIMEOUT_MS + 500;
     const probesWhileFailing = h.readyz.answeredBetween(notReadyFromMs, releasedAtMs);
     expect(probesWhileFailing.length).toBeGreaterThan(0);
-    expect(probesWhileFailing.filter((s) => s.status !== 503), "/readyz did not say 503 while the lock was held").toEqual([]);
+    expect(
+      probesWhileFailing.filter((s) => s.status !== 503),
+      "/readyz did not say 503 while the lock was held",
+    ).toEqual([]);
     expect(h.healthz.stats(lockedAtMs, releasedAtMs).waits1sOrMore, "/healthz stalled while the lock was held").toBe(0);
     const failures = storeFailures(h, logLinesBefore);
     expect(failures.count).toBeGreaterThan(0);
@@ -249,7 +296,9 @@ describe.skipIf(TEST_STORE !== "sqlite")("storage faults", () => {
     lock.release();
 
     const recovered = await expectRecovery(h, releasedAtMs, before, during);
-    expect(recovered.end.deliveries, "the commands were delivered again after the failed attempt").toBeGreaterThan(recovered.end.lastStreamSeq);
+    expect(recovered.end.deliveries, "the commands were delivered again after the failed attempt").toBeGreaterThan(
+      recovered.end.lastStreamSeq,
+    );
     const storage503 = storageNotReady(h.readyz, lockedAtMs, releasedAtMs + 1_000);
 
     report("sqlite busy", {
@@ -350,7 +399,10 @@ describe.skipIf(TEST_STORE !== "sqlite")("storage faults", () => {
       expectNotReady(h, roAtMs, faultEndMs);
       const failures = storeFailures(h, logLinesBefore);
       expect(failures.count).toBeGreaterThan(0);
-      expect(failures.codes.every((code) => code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_READONLY")), failures.codes.join()).toBe(true);
+      expect(
+        failures.codes.every((code) => code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_READONLY")),
+        failures.codes.join(),
+      ).toBe(true);
       const healthWhileRo = expectHealthy(h, roAtMs, faultEndMs);
       const firedWhileRo = before.filter((t) => h.reader.hasFired(TENANT, t.serviceCallId)).length;
 
@@ -366,8 +418,14 @@ describe.skipIf(TEST_STORE !== "sqlite")("storage faults", () => {
       const fsckCode = fs.repair();
       expect(fs.readOnly).toBe(false);
       const storedAfterRepair = readTimerStates(h.dbPath, TENANT);
-      expect(before.filter((t) => !storedAfterRepair.has(t.serviceCallId)).map((t) => t.serviceCallId), "acked timers lost with the filesystem error").toEqual([]);
-      expect(during.filter((t) => storedAfterRepair.has(t.serviceCallId)).map((t) => t.serviceCallId), "unacked commands stored").toEqual([]);
+      expect(
+        before.filter((t) => !storedAfterRepair.has(t.serviceCallId)).map((t) => t.serviceCallId),
+        "acked timers lost with the filesystem error",
+      ).toEqual([]);
+      expect(
+        during.filter((t) => storedAfterRepair.has(t.serviceCallId)).map((t) => t.serviceCallId),
+        "unacked commands stored",
+      ).toEqual([]);
       const restartedAtMs = Date.now();
       await h.service.restart();
       const restarted = watchProcess(h.service);
@@ -418,7 +476,10 @@ describe.skipIf(TEST_STORE !== "sqlite")("storage faults", () => {
       expectNotReady(h, faultAtMs, clearedAtMs);
       const failures = storeFailures(h, logLinesBefore);
       expect(failures.count).toBeGreaterThan(0);
-      expect(failures.codes.every((code) => code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_READONLY")), failures.codes.join()).toBe(true);
+      expect(
+        failures.codes.every((code) => code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_READONLY")),
+        failures.codes.join(),
+      ).toBe(true);
       const healthDuring = expectHealthy(h, faultAtMs, clearedAtMs);
       const firedDuring = before.filter((t) => h.reader.hasFired(TENANT, t.serviceCallId)).length;
 

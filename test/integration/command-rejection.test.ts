@@ -42,7 +42,12 @@ const EMOJI = "😀"; // one code point, two UTF-16 units, four UTF-8 bytes
  * A valid ScheduleTimer (or CancelTimer) for `tenant`, broken by `overrides`. Its id, correlationId
  * and serviceCallId are unique, so the rejection's echo of them can be checked.
  */
-function command(kind: "schedule" | "cancel", tenant: string, overrides: Record<string, unknown> = {}, payloadOverrides: Record<string, unknown> = {}) {
+function command(
+  kind: "schedule" | "cancel",
+  tenant: string,
+  overrides: Record<string, unknown> = {},
+  payloadOverrides: Record<string, unknown> = {},
+) {
   const ids = { commandId: uniqueId("id"), correlationId: uniqueId("corr"), serviceCallId: uniqueId("call") };
   const base =
     kind === "schedule"
@@ -106,7 +111,10 @@ describe("command rejection", () => {
       const label = `${c.name} (${c.subject})`;
       const event = rejections.get(c)!;
       const { body } = event;
-      expect(client.received("CommandRejected").filter((e) => e.body.payload?.subject === c.subject), `${label}: exactly one rejection`).toHaveLength(1);
+      expect(
+        client.received("CommandRejected").filter((e) => e.body.payload?.subject === c.subject),
+        `${label}: exactly one rejection`,
+      ).toHaveLength(1);
       expect(event.subject, label).toBe(`timer.events.rejected.${c.tenant}`);
       expect(body.type, label).toBe("CommandRejected");
       expect(body.tenantId, label).toBe(c.tenant);
@@ -116,7 +124,10 @@ describe("command rejection", () => {
       expect(typeof body.payload.reason, label).toBe("string");
       expect(body.payload.reason.length, label).toBeGreaterThan(0);
       expect(body.payload.subject, label).toBe(c.subject);
-      expect(Object.keys(body.payload).every((k) => ["code", "reason", "subject", "commandId", "serviceCallId"].includes(k)), label).toBe(true);
+      expect(
+        Object.keys(body.payload).every((k) => ["code", "reason", "subject", "commandId", "serviceCallId"].includes(k)),
+        label,
+      ).toBe(true);
       expectEcho(label, "commandId", body.payload.commandId, c.commandId);
       expectEcho(label, "serviceCallId", body.payload.serviceCallId, c.serviceCallId);
       expectEcho(label, "correlationId", body.correlationId, c.correlationId);
@@ -124,9 +135,15 @@ describe("command rejection", () => {
 
     // Logged at warn (stdout arrives asynchronously, hence the wait).
     await eventually(() => {
-      const warnLines = service.logs().filter((line) => line.level === "warn").map((line) => JSON.stringify(line));
+      const warnLines = service
+        .logs()
+        .filter((line) => line.level === "warn")
+        .map((line) => JSON.stringify(line));
       const unlogged = cases.filter((c) => !warnLines.some((line) => line.includes(JSON.stringify(c.subject).slice(1, -1))));
-      expect(unlogged.map((c) => c.name), "rejections without a warn log line").toEqual([]);
+      expect(
+        unlogged.map((c) => c.name),
+        "rejections without a warn log line",
+      ).toEqual([]);
     }, 3_000);
 
     // Nothing was stored: no timer of these commands fired (they were all due in the past), none is pending.
@@ -185,37 +202,182 @@ describe("command rejection", () => {
     const bigDataMismatch = command("schedule", "big-data-mismatch", {}, { data: "x".repeat(16_383), tenantId: "someone-else" });
     const bigCancel = command("cancel", "big-cancel", { padding: "y".repeat(66_000) });
     await expectRejected([
-      { name: "body over 64 KiB", subject: subjectOf("schedule", "big-body"), body: bigBody.json, code: "TOO_LARGE", tenant: "big-body", type: "ScheduleTimer" },
-      { name: "65537 bytes of junk", subject: subjectOf("schedule", "big-junk"), body: "x".repeat(65_537), code: "TOO_LARGE", tenant: "big-junk", type: "ScheduleTimer", commandId: null, serviceCallId: null, correlationId: null },
-      { name: "cancel over 64 KiB", subject: subjectOf("cancel", "big-cancel"), body: bigCancel.json, code: "TOO_LARGE", tenant: "big-cancel", type: "CancelTimer" },
-      { name: "over 64 KiB on a 3-token subject", subject: "timer.commands.cancel", body: "x".repeat(65_537), code: "TOO_LARGE", tenant: "_unknown", type: "CancelTimer" },
-      { name: "data over 16384 bytes", subject: subjectOf("schedule", "big-data"), body: bigData.json, code: "TOO_LARGE", tenant: "big-data", type: "ScheduleTimer", ...echo(bigData) },
-      { name: "data too large beats DUE_TOO_FAR", subject: subjectOf("schedule", "big-data-far"), body: bigDataFar.json, code: "TOO_LARGE", tenant: "big-data-far", type: "ScheduleTimer", ...echo(bigDataFar) },
-      { name: "TENANT_MISMATCH beats data too large", subject: subjectOf("schedule", "big-data-mismatch"), body: bigDataMismatch.json, code: "TENANT_MISMATCH", tenant: "big-data-mismatch", type: "ScheduleTimer", ...echo(bigDataMismatch) },
+      {
+        name: "body over 64 KiB",
+        subject: subjectOf("schedule", "big-body"),
+        body: bigBody.json,
+        code: "TOO_LARGE",
+        tenant: "big-body",
+        type: "ScheduleTimer",
+      },
+      {
+        name: "65537 bytes of junk",
+        subject: subjectOf("schedule", "big-junk"),
+        body: "x".repeat(65_537),
+        code: "TOO_LARGE",
+        tenant: "big-junk",
+        type: "ScheduleTimer",
+        commandId: null,
+        serviceCallId: null,
+        correlationId: null,
+      },
+      {
+        name: "cancel over 64 KiB",
+        subject: subjectOf("cancel", "big-cancel"),
+        body: bigCancel.json,
+        code: "TOO_LARGE",
+        tenant: "big-cancel",
+        type: "CancelTimer",
+      },
+      {
+        name: "over 64 KiB on a 3-token subject",
+        subject: "timer.commands.cancel",
+        body: "x".repeat(65_537),
+        code: "TOO_LARGE",
+        tenant: "_unknown",
+        type: "CancelTimer",
+      },
+      {
+        name: "data over 16384 bytes",
+        subject: subjectOf("schedule", "big-data"),
+        body: bigData.json,
+        code: "TOO_LARGE",
+        tenant: "big-data",
+        type: "ScheduleTimer",
+        ...echo(bigData),
+      },
+      {
+        name: "data too large beats DUE_TOO_FAR",
+        subject: subjectOf("schedule", "big-data-far"),
+        body: bigDataFar.json,
+        code: "TOO_LARGE",
+        tenant: "big-data-far",
+        type: "ScheduleTimer",
+        ...echo(bigDataFar),
+      },
+      {
+        name: "TENANT_MISMATCH beats data too large",
+        subject: subjectOf("schedule", "big-data-mismatch"),
+        body: bigDataMismatch.json,
+        code: "TENANT_MISMATCH",
+        tenant: "big-data-mismatch",
+        type: "ScheduleTimer",
+        ...echo(bigDataMismatch),
+      },
     ]);
   });
 
   it("when a body is not UTF-8 JSON, then INVALID_JSON, with nothing echoed", async () => {
-    const invalidUtf8 = new Uint8Array([...new TextEncoder().encode('{"id":"x","payload":{"serviceCallId":"'), 0xff, 0xfe, ...new TextEncoder().encode('"}}')]);
+    const invalidUtf8 = new Uint8Array([
+      ...new TextEncoder().encode('{"id":"x","payload":{"serviceCallId":"'),
+      0xff,
+      0xfe,
+      ...new TextEncoder().encode('"}}'),
+    ]);
     const none = { commandId: null, serviceCallId: null, correlationId: null } as const;
     await expectRejected([
-      { name: "not JSON", subject: subjectOf("schedule", "not-json"), body: "not json {", code: "INVALID_JSON", tenant: "not-json", type: "ScheduleTimer", ...none },
-      { name: "invalid UTF-8 bytes", subject: subjectOf("schedule", "bad-utf8"), body: invalidUtf8, code: "INVALID_JSON", tenant: "bad-utf8", type: "ScheduleTimer", ...none },
-      { name: "empty body", subject: subjectOf("cancel", "empty-body"), body: "", code: "INVALID_JSON", tenant: "empty-body", type: "CancelTimer", ...none },
-      { name: "truncated JSON", subject: subjectOf("cancel", "truncated"), body: '{"id":"a","payload":{', code: "INVALID_JSON", tenant: "truncated", type: "CancelTimer", ...none },
-      { name: "exactly 64 KiB of junk is not too large", subject: subjectOf("schedule", "exact-64k"), body: "x".repeat(65_536), code: "INVALID_JSON", tenant: "exact-64k", type: "ScheduleTimer", ...none },
-      { name: "not JSON on a 3-token subject", subject: "timer.commands.bar", body: "nope", code: "INVALID_JSON", tenant: "_unknown", type: "unknown", ...none },
-      { name: "not JSON with an unknown kind", subject: subjectOf("foo", "json-foo"), body: "nope", code: "INVALID_JSON", tenant: "json-foo", type: "unknown", ...none },
+      {
+        name: "not JSON",
+        subject: subjectOf("schedule", "not-json"),
+        body: "not json {",
+        code: "INVALID_JSON",
+        tenant: "not-json",
+        type: "ScheduleTimer",
+        ...none,
+      },
+      {
+        name: "invalid UTF-8 bytes",
+        subject: subjectOf("schedule", "bad-utf8"),
+        body: invalidUtf8,
+        code: "INVALID_JSON",
+        tenant: "bad-utf8",
+        type: "ScheduleTimer",
+        ...none,
+      },
+      {
+        name: "empty body",
+        subject: subjectOf("cancel", "empty-body"),
+        body: "",
+        code: "INVALID_JSON",
+        tenant: "empty-body",
+        type: "CancelTimer",
+        ...none,
+      },
+      {
+        name: "truncated JSON",
+        subject: subjectOf("cancel", "truncated"),
+        body: '{"id":"a","payload":{',
+        code: "INVALID_JSON",
+        tenant: "truncated",
+        type: "CancelTimer",
+        ...none,
+      },
+      {
+        name: "exactly 64 KiB of junk is not too large",
+        subject: subjectOf("schedule", "exact-64k"),
+        body: "x".repeat(65_536),
+        code: "INVALID_JSON",
+        tenant: "exact-64k",
+        type: "ScheduleTimer",
+        ...none,
+      },
+      {
+        name: "not JSON on a 3-token subject",
+        subject: "timer.commands.bar",
+        body: "nope",
+        code: "INVALID_JSON",
+        tenant: "_unknown",
+        type: "unknown",
+        ...none,
+      },
+      {
+        name: "not JSON with an unknown kind",
+        subject: subjectOf("foo", "json-foo"),
+        body: "nope",
+        code: "INVALID_JSON",
+        tenant: "json-foo",
+        type: "unknown",
+        ...none,
+      },
     ]);
   });
 
   it("when the body is not an object, an envelope member is missing or out of range, or the subject has no valid tenant token, then INVALID_ENVELOPE", async () => {
     const cases: RejectionCase[] = [];
-    const add = (name: string, kind: "schedule" | "cancel", tenant: string, broken: ReturnType<typeof command>, expected: Partial<RejectionCase> = {}) =>
-      cases.push({ name, subject: subjectOf(kind, tenant), body: broken.json, code: "INVALID_ENVELOPE", tenant, type: kind === "schedule" ? "ScheduleTimer" : "CancelTimer", ...echo(broken), ...expected });
+    const add = (
+      name: string,
+      kind: "schedule" | "cancel",
+      tenant: string,
+      broken: ReturnType<typeof command>,
+      expected: Partial<RejectionCase> = {},
+    ) =>
+      cases.push({
+        name,
+        subject: subjectOf(kind, tenant),
+        body: broken.json,
+        code: "INVALID_ENVELOPE",
+        tenant,
+        type: kind === "schedule" ? "ScheduleTimer" : "CancelTimer",
+        ...echo(broken),
+        ...expected,
+      });
     const none = { commandId: null, serviceCallId: null, correlationId: null } as const;
-    for (const [name, body] of [["array", '[{"payload":{}}]'], ["number", "42"], ["null", "null"], ["string", '"text"'], ["boolean", "true"]] as const) {
-      cases.push({ name: `a JSON ${name}`, subject: subjectOf("schedule", `env-${name}`), body, code: "INVALID_ENVELOPE", tenant: `env-${name}`, type: "ScheduleTimer", ...none });
+    for (const [name, body] of [
+      ["array", '[{"payload":{}}]'],
+      ["number", "42"],
+      ["null", "null"],
+      ["string", '"text"'],
+      ["boolean", "true"],
+    ] as const) {
+      cases.push({
+        name: `a JSON ${name}`,
+        subject: subjectOf("schedule", `env-${name}`),
+        body,
+        code: "INVALID_ENVELOPE",
+        tenant: `env-${name}`,
+        type: "ScheduleTimer",
+        ...none,
+      });
     }
     add("id missing", "schedule", "id-missing", command("schedule", "id-missing", { id: undefined }), { commandId: null });
     add("id of 129 code points", "schedule", "id-129", command("schedule", "id-129", { id: EMOJI.repeat(129) }), { commandId: null });
@@ -229,54 +391,193 @@ describe("command rejection", () => {
     add("timestampMs a float", "cancel", "ts-float", command("cancel", "ts-float", { timestampMs: 1.5 }));
     add("timestampMs a string", "schedule", "ts-string", command("schedule", "ts-string", { timestampMs: "1764108000000" }));
     add("correlationId empty", "schedule", "corr-empty", command("schedule", "corr-empty", { correlationId: "" }), { correlationId: null });
-    add("correlationId of 129 code points", "cancel", "corr-129", command("cancel", "corr-129", { correlationId: EMOJI.repeat(129) }), { correlationId: null });
-    add("correlationId a number", "schedule", "corr-number", command("schedule", "corr-number", { correlationId: 42 }), { correlationId: null });
+    add("correlationId of 129 code points", "cancel", "corr-129", command("cancel", "corr-129", { correlationId: EMOJI.repeat(129) }), {
+      correlationId: null,
+    });
+    add("correlationId a number", "schedule", "corr-number", command("schedule", "corr-number", { correlationId: 42 }), {
+      correlationId: null,
+    });
     add("payload a string", "schedule", "payload-string", command("schedule", "payload-string", { payload: "x" }), { serviceCallId: null });
     add("payload null", "cancel", "payload-null", command("cancel", "payload-null", { payload: null }), { serviceCallId: null });
     // Rule 3 before rule 4: a bad envelope member wins over a wrong type.
-    add("bad timestampMs beats wrong type", "schedule", "ts-before-type", command("schedule", "ts-before-type", { timestampMs: -5, type: "CancelTimer" }));
+    add(
+      "bad timestampMs beats wrong type",
+      "schedule",
+      "ts-before-type",
+      command("schedule", "ts-before-type", { timestampMs: -5, type: "CancelTimer" }),
+    );
 
     // Subjects without a valid tenant token → `_unknown`.
     const threeTokens = command("schedule", "three");
-    cases.push({ name: "3-token subject", subject: "timer.commands.schedule", body: threeTokens.json, code: "INVALID_ENVELOPE", tenant: "_unknown", type: "ScheduleTimer", ...echo(threeTokens) });
+    cases.push({
+      name: "3-token subject",
+      subject: "timer.commands.schedule",
+      body: threeTokens.json,
+      code: "INVALID_ENVELOPE",
+      tenant: "_unknown",
+      type: "ScheduleTimer",
+      ...echo(threeTokens),
+    });
     const fiveTokens = command("schedule", "five");
-    cases.push({ name: "5-token subject", subject: "timer.commands.schedule.five.tokens", body: fiveTokens.json, code: "INVALID_ENVELOPE", tenant: "_unknown", type: "ScheduleTimer", ...echo(fiveTokens) });
+    cases.push({
+      name: "5-token subject",
+      subject: "timer.commands.schedule.five.tokens",
+      body: fiveTokens.json,
+      code: "INVALID_ENVELOPE",
+      tenant: "_unknown",
+      type: "ScheduleTimer",
+      ...echo(fiveTokens),
+    });
     const badTenant = command("schedule", "bad!");
-    cases.push({ name: "subject tenant bad!", subject: "timer.commands.schedule.bad!", body: badTenant.json, code: "INVALID_ENVELOPE", tenant: "_unknown", type: "ScheduleTimer", ...echo(badTenant) });
+    cases.push({
+      name: "subject tenant bad!",
+      subject: "timer.commands.schedule.bad!",
+      body: badTenant.json,
+      code: "INVALID_ENVELOPE",
+      tenant: "_unknown",
+      type: "ScheduleTimer",
+      ...echo(badTenant),
+    });
     const longTenant = command("cancel", "t".repeat(65));
-    cases.push({ name: "subject tenant of 65 characters", subject: subjectOf("cancel", "t".repeat(65)), body: longTenant.json, code: "INVALID_ENVELOPE", tenant: "_unknown", type: "CancelTimer", ...echo(longTenant) });
+    cases.push({
+      name: "subject tenant of 65 characters",
+      subject: subjectOf("cancel", "t".repeat(65)),
+      body: longTenant.json,
+      code: "INVALID_ENVELOPE",
+      tenant: "_unknown",
+      type: "CancelTimer",
+      ...echo(longTenant),
+    });
     const reserved = command("schedule", "_unknown");
-    cases.push({ name: "subject tenant _unknown", subject: subjectOf("schedule", "_unknown"), body: reserved.json, code: "INVALID_ENVELOPE", tenant: "_unknown", type: "ScheduleTimer", ...echo(reserved) });
+    cases.push({
+      name: "subject tenant _unknown",
+      subject: subjectOf("schedule", "_unknown"),
+      body: reserved.json,
+      code: "INVALID_ENVELOPE",
+      tenant: "_unknown",
+      type: "ScheduleTimer",
+      ...echo(reserved),
+    });
     const badTenantUnknownKind = command("schedule", "bad!");
-    cases.push({ name: "invalid tenant token beats unknown kind", subject: "timer.commands.foo.bad!", body: badTenantUnknownKind.json, code: "INVALID_ENVELOPE", tenant: "_unknown", type: "unknown", ...echo(badTenantUnknownKind) });
+    cases.push({
+      name: "invalid tenant token beats unknown kind",
+      subject: "timer.commands.foo.bad!",
+      body: badTenantUnknownKind.json,
+      code: "INVALID_ENVELOPE",
+      tenant: "_unknown",
+      type: "unknown",
+      ...echo(badTenantUnknownKind),
+    });
     const bareFive = command("schedule", "bare");
-    cases.push({ name: "bare payload on a 5-token subject", subject: "timer.commands.cancel.bare.five", body: JSON.stringify(bareFive.payload), code: "INVALID_ENVELOPE", tenant: "_unknown", type: "CancelTimer", commandId: null, correlationId: null, serviceCallId: bareFive.serviceCallId });
+    cases.push({
+      name: "bare payload on a 5-token subject",
+      subject: "timer.commands.cancel.bare.five",
+      body: JSON.stringify(bareFive.payload),
+      code: "INVALID_ENVELOPE",
+      tenant: "_unknown",
+      type: "CancelTimer",
+      commandId: null,
+      correlationId: null,
+      serviceCallId: bareFive.serviceCallId,
+    });
     await expectRejected(cases);
   });
 
   it("when the subject's kind is not a command or the envelope type is not the subject's command, then UNKNOWN_TYPE", async () => {
     const cases: RejectionCase[] = [];
-    const add = (name: string, kind: string, tenant: string, broken: ReturnType<typeof command>, type: CommandType, expected: Partial<RejectionCase> = {}) =>
-      cases.push({ name, subject: subjectOf(kind, tenant), body: broken.json, code: "UNKNOWN_TYPE", tenant, type, ...echo(broken), ...expected });
+    const add = (
+      name: string,
+      kind: string,
+      tenant: string,
+      broken: ReturnType<typeof command>,
+      type: CommandType,
+      expected: Partial<RejectionCase> = {},
+    ) =>
+      cases.push({
+        name,
+        subject: subjectOf(kind, tenant),
+        body: broken.json,
+        code: "UNKNOWN_TYPE",
+        tenant,
+        type,
+        ...echo(broken),
+        ...expected,
+      });
     add("kind foo", "foo", "kind-foo", command("schedule", "kind-foo"), "unknown");
     add("kind Schedule (case matters)", "Schedule", "kind-case", command("schedule", "kind-case"), "unknown");
     const bare = command("schedule", "kind-foo-bare");
-    cases.push({ name: "bare payload with kind foo", subject: subjectOf("foo", "kind-foo-bare"), body: JSON.stringify(bare.payload), code: "UNKNOWN_TYPE", tenant: "kind-foo-bare", type: "unknown", commandId: null, correlationId: null, serviceCallId: bare.serviceCallId });
-    add("CancelTimer on the schedule subject", "schedule", "type-cancel", command("schedule", "type-cancel", { type: "CancelTimer" }), "ScheduleTimer");
-    add("ScheduleTimer on the cancel subject", "cancel", "type-schedule", command("cancel", "type-schedule", { type: "ScheduleTimer" }), "CancelTimer");
-    add("DueTimeReached on the schedule subject", "schedule", "type-due", command("schedule", "type-due", { type: "DueTimeReached" }), "ScheduleTimer");
-    add("CommandRejected on the cancel subject", "cancel", "type-rejected", command("cancel", "type-rejected", { type: "CommandRejected" }), "CancelTimer");
+    cases.push({
+      name: "bare payload with kind foo",
+      subject: subjectOf("foo", "kind-foo-bare"),
+      body: JSON.stringify(bare.payload),
+      code: "UNKNOWN_TYPE",
+      tenant: "kind-foo-bare",
+      type: "unknown",
+      commandId: null,
+      correlationId: null,
+      serviceCallId: bare.serviceCallId,
+    });
+    add(
+      "CancelTimer on the schedule subject",
+      "schedule",
+      "type-cancel",
+      command("schedule", "type-cancel", { type: "CancelTimer" }),
+      "ScheduleTimer",
+    );
+    add(
+      "ScheduleTimer on the cancel subject",
+      "cancel",
+      "type-schedule",
+      command("cancel", "type-schedule", { type: "ScheduleTimer" }),
+      "CancelTimer",
+    );
+    add(
+      "DueTimeReached on the schedule subject",
+      "schedule",
+      "type-due",
+      command("schedule", "type-due", { type: "DueTimeReached" }),
+      "ScheduleTimer",
+    );
+    add(
+      "CommandRejected on the cancel subject",
+      "cancel",
+      "type-rejected",
+      command("cancel", "type-rejected", { type: "CommandRejected" }),
+      "CancelTimer",
+    );
     add("type in lower case", "schedule", "type-lower", command("schedule", "type-lower", { type: "scheduletimer" }), "ScheduleTimer");
     // Rule 4 before rule 5: a wrong type wins over a broken payload.
-    add("wrong type beats missing serviceCallId", "schedule", "type-before-field", command("schedule", "type-before-field", { type: "CancelTimer" }, { serviceCallId: undefined }), "ScheduleTimer", { serviceCallId: null });
+    add(
+      "wrong type beats missing serviceCallId",
+      "schedule",
+      "type-before-field",
+      command("schedule", "type-before-field", { type: "CancelTimer" }, { serviceCallId: undefined }),
+      "ScheduleTimer",
+      { serviceCallId: null },
+    );
     await expectRejected(cases);
   });
 
   it("when a payload field is missing or malformed, then INVALID_FIELD", async () => {
     const cases: RejectionCase[] = [];
-    const add = (name: string, kind: "schedule" | "cancel", tenant: string, payloadOverrides: Record<string, unknown>, expected: Partial<RejectionCase> = {}) => {
+    const add = (
+      name: string,
+      kind: "schedule" | "cancel",
+      tenant: string,
+      payloadOverrides: Record<string, unknown>,
+      expected: Partial<RejectionCase> = {},
+    ) => {
       const broken = command(kind, tenant, {}, payloadOverrides);
-      cases.push({ name, subject: subjectOf(kind, tenant), body: broken.json, code: "INVALID_FIELD", tenant, type: kind === "schedule" ? "ScheduleTimer" : "CancelTimer", ...echo(broken), ...expected });
+      cases.push({
+        name,
+        subject: subjectOf(kind, tenant),
+        body: broken.json,
+        code: "INVALID_FIELD",
+        tenant,
+        type: kind === "schedule" ? "ScheduleTimer" : "CancelTimer",
+        ...echo(broken),
+        ...expected,
+      });
     };
     add("serviceCallId missing", "schedule", "sc-missing", { serviceCallId: undefined }, { serviceCallId: null });
     add("serviceCallId empty", "schedule", "sc-empty", { serviceCallId: "" }, { serviceCallId: null });
@@ -299,7 +600,17 @@ describe("command rejection", () => {
     // Rule 5 before rule 6: a malformed field wins over another (valid) tenant.
     add("bad dueAt beats tenant mismatch", "schedule", "field-before-tenant", { tenantId: "someone-else", dueAt: "soon" });
     const bare = command("schedule", "bare-bad-due", {}, { dueAt: "2026-01-01 10:00" });
-    cases.push({ name: "bare payload with a bad dueAt", subject: subjectOf("schedule", "bare-bad-due"), body: JSON.stringify(bare.payload), code: "INVALID_FIELD", tenant: "bare-bad-due", type: "ScheduleTimer", commandId: null, correlationId: null, serviceCallId: bare.serviceCallId });
+    cases.push({
+      name: "bare payload with a bad dueAt",
+      subject: subjectOf("schedule", "bare-bad-due"),
+      body: JSON.stringify(bare.payload),
+      code: "INVALID_FIELD",
+      tenant: "bare-bad-due",
+      type: "ScheduleTimer",
+      commandId: null,
+      correlationId: null,
+      serviceCallId: bare.serviceCallId,
+    });
     await expectRejected(cases);
   });
 
@@ -310,11 +621,53 @@ describe("command rejection", () => {
     const bareOther = command("schedule", "tm-bare", {}, { tenantId: "other" });
     const beatsFar = command("schedule", "tm-far", { tenantId: "other" }, { dueAt: fromNow(3 * DAY_MS) });
     await expectRejected([
-      { name: "envelope vs subject", subject: subjectOf("schedule", "tm-envelope"), body: envelopeOther.json, code: "TENANT_MISMATCH", tenant: "tm-envelope", type: "ScheduleTimer", ...echo(envelopeOther) },
-      { name: "payload vs subject", subject: subjectOf("schedule", "tm-payload"), body: payloadOther.json, code: "TENANT_MISMATCH", tenant: "tm-payload", type: "ScheduleTimer", ...echo(payloadOther) },
-      { name: "cancel payload vs subject", subject: subjectOf("cancel", "tm-cancel"), body: cancelOther.json, code: "TENANT_MISMATCH", tenant: "tm-cancel", type: "CancelTimer", ...echo(cancelOther) },
-      { name: "bare payload vs subject", subject: subjectOf("schedule", "tm-bare"), body: JSON.stringify(bareOther.payload), code: "TENANT_MISMATCH", tenant: "tm-bare", type: "ScheduleTimer", commandId: null, correlationId: null, serviceCallId: bareOther.serviceCallId },
-      { name: "mismatch beats DUE_TOO_FAR", subject: subjectOf("schedule", "tm-far"), body: beatsFar.json, code: "TENANT_MISMATCH", tenant: "tm-far", type: "ScheduleTimer", ...echo(beatsFar) },
+      {
+        name: "envelope vs subject",
+        subject: subjectOf("schedule", "tm-envelope"),
+        body: envelopeOther.json,
+        code: "TENANT_MISMATCH",
+        tenant: "tm-envelope",
+        type: "ScheduleTimer",
+        ...echo(envelopeOther),
+      },
+      {
+        name: "payload vs subject",
+        subject: subjectOf("schedule", "tm-payload"),
+        body: payloadOther.json,
+        code: "TENANT_MISMATCH",
+        tenant: "tm-payload",
+        type: "ScheduleTimer",
+        ...echo(payloadOther),
+      },
+      {
+        name: "cancel payload vs subject",
+        subject: subjectOf("cancel", "tm-cancel"),
+        body: cancelOther.json,
+        code: "TENANT_MISMATCH",
+        tenant: "tm-cancel",
+        type: "CancelTimer",
+        ...echo(cancelOther),
+      },
+      {
+        name: "bare payload vs subject",
+        subject: subjectOf("schedule", "tm-bare"),
+        body: JSON.stringify(bareOther.payload),
+        code: "TENANT_MISMATCH",
+        tenant: "tm-bare",
+        type: "ScheduleTimer",
+        commandId: null,
+        correlationId: null,
+        serviceCallId: bareOther.serviceCallId,
+      },
+      {
+        name: "mismatch beats DUE_TOO_FAR",
+        subject: subjectOf("schedule", "tm-far"),
+        body: beatsFar.json,
+        code: "TENANT_MISMATCH",
+        tenant: "tm-far",
+        type: "ScheduleTimer",
+        ...echo(beatsFar),
+      },
     ]);
   });
 
@@ -324,10 +677,44 @@ describe("command rejection", () => {
     const year9999 = command("schedule", "far-9999", {}, { dueAt: "9999-12-31T23:59:59.999Z" });
     const bare = command("schedule", "far-bare", {}, { dueAt: fromNow(5 * DAY_MS) });
     await expectRejected([
-      { name: "2 days ahead", subject: subjectOf("schedule", "far-2d"), body: twoDays.json, code: "DUE_TOO_FAR", tenant: "far-2d", type: "ScheduleTimer", ...echo(twoDays) },
-      { name: "1 day and 1 minute ahead", subject: subjectOf("schedule", "far-edge"), body: justOver.json, code: "DUE_TOO_FAR", tenant: "far-edge", type: "ScheduleTimer", ...echo(justOver) },
-      { name: "year 9999", subject: subjectOf("schedule", "far-9999"), body: year9999.json, code: "DUE_TOO_FAR", tenant: "far-9999", type: "ScheduleTimer", ...echo(year9999) },
-      { name: "bare payload too far", subject: subjectOf("schedule", "far-bare"), body: JSON.stringify(bare.payload), code: "DUE_TOO_FAR", tenant: "far-bare", type: "ScheduleTimer", commandId: null, correlationId: null, serviceCallId: bare.serviceCallId },
+      {
+        name: "2 days ahead",
+        subject: subjectOf("schedule", "far-2d"),
+        body: twoDays.json,
+        code: "DUE_TOO_FAR",
+        tenant: "far-2d",
+        type: "ScheduleTimer",
+        ...echo(twoDays),
+      },
+      {
+        name: "1 day and 1 minute ahead",
+        subject: subjectOf("schedule", "far-edge"),
+        body: justOver.json,
+        code: "DUE_TOO_FAR",
+        tenant: "far-edge",
+        type: "ScheduleTimer",
+        ...echo(justOver),
+      },
+      {
+        name: "year 9999",
+        subject: subjectOf("schedule", "far-9999"),
+        body: year9999.json,
+        code: "DUE_TOO_FAR",
+        tenant: "far-9999",
+        type: "ScheduleTimer",
+        ...echo(year9999),
+      },
+      {
+        name: "bare payload too far",
+        subject: subjectOf("schedule", "far-bare"),
+        body: JSON.stringify(bare.payload),
+        code: "DUE_TOO_FAR",
+        tenant: "far-bare",
+        type: "ScheduleTimer",
+        commandId: null,
+        correlationId: null,
+        serviceCallId: bare.serviceCallId,
+      },
     ]);
   });
 
@@ -355,7 +742,9 @@ describe("command rejection", () => {
       timer_schedules_pending: 1, // the near-horizon timer
     });
     await client.cancel(tenant, nearHorizon.serviceCallId);
-    await eventually(async () => expect((await settledMetrics(service, client)).get("timer_schedules_pending")).toBe(before.get("timer_schedules_pending")));
+    await eventually(async () =>
+      expect((await settledMetrics(service, client)).get("timer_schedules_pending")).toBe(before.get("timer_schedules_pending")),
+    );
   });
 
   it("when all the malformed commands above have been handled, then the service is still ready and a normal timer fires", async () => {
@@ -371,7 +760,9 @@ describe("command rejection", () => {
     const subject = subjectOf("schedule", "stored-rejection");
     await client.publishRaw(subject, "{");
     const rejection = await client.waitForRejection(subject);
-    const stored = await (await manager(client)).streams.getMessage("TIMER_EVENTS", { last_by_subj: "timer.events.rejected.stored-rejection" });
+    const stored = await (
+      await manager(client)
+    ).streams.getMessage("TIMER_EVENTS", { last_by_subj: "timer.events.rejected.stored-rejection" });
     expect(stored?.json()).toEqual(rejection.body);
   });
 

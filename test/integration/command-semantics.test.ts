@@ -24,7 +24,15 @@ const CANCEL_ACCEPTED = commandsSeries("CancelTimer", "accepted");
 const CANCEL_IGNORED = commandsSeries("CancelTimer", "ignored");
 const CANCEL_REJECTED = commandsSeries("CancelTimer", "rejected");
 const UNKNOWN_REJECTED = commandsSeries("unknown", "rejected");
-const COMMAND_SERIES = [SCHEDULE_ACCEPTED, SCHEDULE_IGNORED, SCHEDULE_REJECTED, CANCEL_ACCEPTED, CANCEL_IGNORED, CANCEL_REJECTED, UNKNOWN_REJECTED];
+const COMMAND_SERIES = [
+  SCHEDULE_ACCEPTED,
+  SCHEDULE_IGNORED,
+  SCHEDULE_REJECTED,
+  CANCEL_ACCEPTED,
+  CANCEL_IGNORED,
+  CANCEL_REJECTED,
+  UNKNOWN_REJECTED,
+];
 const PENDING = "timer_schedules_pending";
 const PROCESSED = "timer_schedules_processed_total";
 const FIRE_LAG_COUNT = "timer_fire_lag_seconds_count";
@@ -231,7 +239,9 @@ describe("command semantics", () => {
     const before = await settledMetrics(service, client);
 
     // The same schedule twice: one timer, one event.
-    const schedule = JSON.stringify(scheduleEnvelope(tenantId, twice, fromNow(300), { timestampMs: ts, correlationId: "dup" }, { data: { n: 1 } }));
+    const schedule = JSON.stringify(
+      scheduleEnvelope(tenantId, twice, fromNow(300), { timestampMs: ts, correlationId: "dup" }, { data: { n: 1 } }),
+    );
     await client.publishRaw(`timer.commands.schedule.${tenantId}`, schedule);
     await client.publishRaw(`timer.commands.schedule.${tenantId}`, schedule);
     // A schedule redelivered after the cancel that followed it must not resurrect the timer.
@@ -313,7 +323,9 @@ describe("command semantics", () => {
         [PROCESSED]: 2,
         [FIRE_LAG_COUNT]: 2,
       });
-      expect(after.get(series("timer_polling_duration_seconds_count"))).toBeGreaterThan(before.get("timer_polling_duration_seconds_count") ?? 0);
+      expect(after.get(series("timer_polling_duration_seconds_count"))).toBeGreaterThan(
+        before.get("timer_polling_duration_seconds_count") ?? 0,
+      );
       expect(after.get("timer_last_poll_timestamp_seconds")! * 1000).toBeGreaterThan(Date.now() - 5_000);
       expect(after.get(FIRE_LAG_COUNT)).toBeGreaterThan(0);
     });
@@ -340,7 +352,10 @@ describe("command semantics", () => {
     await service.restart();
 
     await Promise.all(timers.map((t) => client.waitForDue(tenantId, t.id)));
-    const arrival = client.received("DueTimeReached").filter((e) => e.body.tenantId === tenantId).map((e) => e.body.payload.serviceCallId);
+    const arrival = client
+      .received("DueTimeReached")
+      .filter((e) => e.body.tenantId === tenantId)
+      .map((e) => e.body.payload.serviceCallId);
     const byDueAt = [...timers].sort((a, b) => a.dueAtMs - b.dueAtMs).map((t) => t.id);
     expect(arrival).toEqual(byDueAt);
   });

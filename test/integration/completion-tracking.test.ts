@@ -36,24 +36,47 @@ describe("completion tracking (CONTRACT §11)", () => {
   const envelope = (type: string, payload: Record<string, unknown>) =>
     JSON.stringify({ id: `e2e-${++seq}`, type, tenantId: TENANT, timestampMs: Date.now(), payload: { tenantId: TENANT, ...payload } });
 
-  async function schedule(serviceCallId: string, delivery: Record<string, unknown> | undefined, dueAtMs = Date.now() + 200): Promise<number> {
-    const payload = { serviceCallId, dueAt: new Date(dueAtMs).toISOString(), createdBy: "e2e", createdVia: "vitest", ...(delivery === undefined ? {} : { delivery }) };
+  async function schedule(
+    serviceCallId: string,
+    delivery: Record<string, unknown> | undefined,
+    dueAtMs = Date.now() + 200,
+  ): Promise<number> {
+    const payload = {
+      serviceCallId,
+      dueAt: new Date(dueAtMs).toISOString(),
+      createdBy: "e2e",
+      createdVia: "vitest",
+      ...(delivery === undefined ? {} : { delivery }),
+    };
     await client.publishRaw(`timer.commands.schedule.${TENANT}`, envelope("ScheduleTimer", payload));
     return dueAtMs;
   }
   const complete = (serviceCallId: string, result?: string) =>
-    client.publishRaw(`timer.commands.complete.${TENANT}`, envelope("TimerCompleted", { serviceCallId, ...(result === undefined ? {} : { result }) }));
-  const fail = (serviceCallId: string, reason: string) => client.publishRaw(`timer.commands.fail.${TENANT}`, envelope("TimerFailed", { serviceCallId, reason }));
+    client.publishRaw(
+      `timer.commands.complete.${TENANT}`,
+      envelope("TimerCompleted", { serviceCallId, ...(result === undefined ? {} : { result }) }),
+    );
+  const fail = (serviceCallId: string, reason: string) =>
+    client.publishRaw(`timer.commands.fail.${TENANT}`, envelope("TimerFailed", { serviceCallId, reason }));
   const attempt = (serviceCallId: string, n: number, timeoutMs = 30_000): Promise<ReceivedEvent> =>
-    client.waitFor((e) => e.body.type === "DueTimeReached" && e.body.payload.serviceCallId === serviceCallId && (e.body.payload.attempt ?? 1) === n, timeoutMs);
+    client.waitFor(
+      (e) => e.body.type === "DueTimeReached" && e.body.payload.serviceCallId === serviceCallId && (e.body.payload.attempt ?? 1) === n,
+      timeoutMs,
+    );
 
   async function view(serviceCallId: string): Promise<Record<string, any> | null> {
-    const response = await fetch(`${service.baseUrl}/v1/tenants/${TENANT}/timers/${encodeURIComponent(serviceCallId)}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const response = await fetch(`${service.baseUrl}/v1/tenants/${TENANT}/timers/${encodeURIComponent(serviceCallId)}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     if (response.status === 404) return null;
     return ((await response.json()) as { timer: Record<string, any> }).timer;
   }
 
-  async function until(serviceCallId: string, check: (timer: Record<string, any> | null) => boolean, timeoutMs = 30_000): Promise<Record<string, any> | null> {
+  async function until(
+    serviceCallId: string,
+    check: (timer: Record<string, any> | null) => boolean,
+    timeoutMs = 30_000,
+  ): Promise<Record<string, any> | null> {
     const end = Date.now() + timeoutMs;
     for (;;) {
       const timer = await view(serviceCallId);
@@ -82,7 +105,8 @@ describe("completion tracking (CONTRACT §11)", () => {
     const dueAtMs = Date.now() + 300;
     for (const id of ids) await schedule(id, { maxRetries: 0, completionTimeoutMs: 60_000 }, dueAtMs);
     await Promise.all(ids.map(async (id) => complete((await attempt(id, 1)).body.payload.serviceCallId)));
-    for (const id of ids) expect(await until(id, (t) => t?.state !== "Fired" && t?.state !== "Scheduled")).toMatchObject({ state: "Completed" });
+    for (const id of ids)
+      expect(await until(id, (t) => t?.state !== "Fired" && t?.state !== "Scheduled")).toMatchObject({ state: "Completed" });
   });
 
   it("when the consumer fails twice then completes, then attempts 2 and 3 come after backoff × 2^(attempt−1), with their own ids", async () => {
@@ -152,7 +176,10 @@ describe("completion tracking (CONTRACT §11)", () => {
     await complete(final, "again");
     await fail(final, "late");
     const end = Date.now() + 15_000;
-    while (((await scrapeMetrics(service)).get('timer_commands_received_total{outcome="ignored",type="TimerCompleted"}') ?? 0) < before + 3) {
+    while (
+      ((await scrapeMetrics(service)).get('timer_commands_received_total{outcome="ignored",type="TimerCompleted"}') ?? 0) <
+      before + 3
+    ) {
       if (Date.now() > end) throw new Error("reports were not counted as ignored");
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -89,7 +89,11 @@ describe("HTTP, configuration and operation", () => {
       const dir = mkdtempSync(join(tmpdir(), "timer-nested-"));
       const dbPath = join(dir, "not", "yet", "there", "timer.db");
       // SQLite even with TEST_TIMER_STORE=postgres: the creation of the database folder is SQLite's.
-      const unreachable = await TimerServiceProcess.start(`nats://127.0.0.1:${await freePort()}`, { TIMER_STORE: "sqlite", TIMER_DB_PATH: dbPath }, { waitReady: false });
+      const unreachable = await TimerServiceProcess.start(
+        `nats://127.0.0.1:${await freePort()}`,
+        { TIMER_STORE: "sqlite", TIMER_DB_PATH: dbPath },
+        { waitReady: false },
+      );
       try {
         await eventually(async () => expect((await fetch(`${unreachable.baseUrl}/healthz`)).status).toBe(200));
         const ready = await fetch(`${unreachable.baseUrl}/readyz`);
@@ -122,20 +126,28 @@ describe("HTTP, configuration and operation", () => {
     ];
 
     // Concurrent: each case is a short-lived node process, mostly start-up time.
-    it.concurrent.for(invalid)("when the configuration is invalid (%o), then the process exits non-zero quickly with a message naming the variable", async (bad, { expect }) => {
-      const variable = Object.keys(bad)[0]!;
-      const result = await runService({ ...bad });
-      expect(result.timedOut, `still running after 10 s; output: ${result.output}`).toBe(false);
-      expect(result.code).not.toBe(0);
-      expect(result.code).not.toBeNull();
-      expect(result.output).toContain(variable);
-    });
+    it.concurrent.for(invalid)(
+      "when the configuration is invalid (%o), then the process exits non-zero quickly with a message naming the variable",
+      async (bad, { expect }) => {
+        const variable = Object.keys(bad)[0]!;
+        const result = await runService({ ...bad });
+        expect(result.timedOut, `still running after 10 s; output: ${result.output}`).toBe(false);
+        expect(result.code).not.toBe(0);
+        expect(result.code).not.toBeNull();
+        expect(result.output).toContain(variable);
+      },
+    );
   });
 
   describe("topology", () => {
     it("when the subject prefix, stream and consumer names are customised, then the service works end to end under those names", async () => {
       const prefix = "acme_timer";
-      const names = { TIMER_SUBJECT_PREFIX: prefix, TIMER_COMMANDS_STREAM: "ACME_COMMANDS", TIMER_EVENTS_STREAM: "ACME_EVENTS", TIMER_CONSUMER: "acme-consumer" };
+      const names = {
+        TIMER_SUBJECT_PREFIX: prefix,
+        TIMER_COMMANDS_STREAM: "ACME_COMMANDS",
+        TIMER_EVENTS_STREAM: "ACME_EVENTS",
+        TIMER_CONSUMER: "acme-consumer",
+      };
       // Also: a comma-separated broker list whose first server is down.
       const brokers = `nats://127.0.0.1:${await freePort()},${nats.url}`;
       const custom = await TimerServiceProcess.start(nats.url, { ...names, TIMER_POLLING_INTERVAL: "200", TIMER_BROKER_URL: brokers });

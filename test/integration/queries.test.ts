@@ -48,16 +48,33 @@ describe("queries over NATS and HTTP", () => {
     const tenant = uniqueId("t");
     await client.schedule(tenant, "call/1 ü", fromNow(FAR), { data: { order: 42 }, correlationId: "corr-1" });
     await waitApplied(tenant, "call/1 ü", "Scheduled");
-    const { body, status } = await both("get", tenant, { serviceCallId: "call/1 ü" }, `/v1/tenants/${tenant}/timers/${encodeURIComponent("call/1 ü")}`);
+    const { body, status } = await both(
+      "get",
+      tenant,
+      { serviceCallId: "call/1 ü" },
+      `/v1/tenants/${tenant}/timers/${encodeURIComponent("call/1 ü")}`,
+    );
     expect(status).toBe(200);
-    expect(body.timer).toMatchObject({ tenantId: tenant, serviceCallId: "call/1 ü", state: "Scheduled", generation: 1, data: { order: 42 }, correlationId: "corr-1" });
+    expect(body.timer).toMatchObject({
+      tenantId: tenant,
+      serviceCallId: "call/1 ü",
+      state: "Scheduled",
+      generation: 1,
+      data: { order: 42 },
+      correlationId: "corr-1",
+    });
     expect(body.timer.dueAt).toMatch(UTC_MS);
     expect(typeof body.timer.commandTimestampMs).toBe("number");
     expect(body.timer).not.toHaveProperty("reachedAt");
   });
 
   it("when the timer is unknown, then get answers timer null (HTTP 404)", async () => {
-    const { body, status, errorCode } = await both("get", "acme", { serviceCallId: "never-scheduled" }, "/v1/tenants/acme/timers/never-scheduled");
+    const { body, status, errorCode } = await both(
+      "get",
+      "acme",
+      { serviceCallId: "never-scheduled" },
+      "/v1/tenants/acme/timers/never-scheduled",
+    );
     expect(body).toEqual({ timer: null });
     expect(status).toBe(404);
     expect(errorCode).toBeUndefined();
@@ -73,7 +90,11 @@ describe("queries over NATS and HTTP", () => {
     const reached = await waitApplied(tenant, "fires", "Reached");
     expect(reached.reachedAt).toMatch(UTC_MS);
     await waitApplied(tenant, "stopped", "Cancelled");
-    for (const [state, id] of [["Scheduled", "waiting"], ["Reached", "fires"], ["Cancelled", "stopped"]] as const) {
+    for (const [state, id] of [
+      ["Scheduled", "waiting"],
+      ["Reached", "fires"],
+      ["Cancelled", "stopped"],
+    ] as const) {
       const { body, status } = await both("list", tenant, { state }, `/v1/tenants/${tenant}/timers?state=${state}`);
       expect(status).toBe(200);
       expect(body.timers.map((t: any) => t.serviceCallId)).toEqual([id]);
@@ -84,7 +105,18 @@ describe("queries over NATS and HTTP", () => {
       expect(body.timers).toEqual([]);
     }
     const { body: stats } = await both("stats", tenant, {}, `/v1/tenants/${tenant}/stats`);
-    expect(stats).toMatchObject({ tenantId: tenant, scheduled: 1, reached: 1, cancelled: 1, missed: 0, fired: 0, completed: 0, failed: 0, timedOut: 0, oldestOverdueAt: null });
+    expect(stats).toMatchObject({
+      tenantId: tenant,
+      scheduled: 1,
+      reached: 1,
+      cancelled: 1,
+      missed: 0,
+      fired: 0,
+      completed: 0,
+      failed: 0,
+      timedOut: 0,
+      oldestOverdueAt: null,
+    });
     expect(stats.nextDueAt).toMatch(UTC_MS);
     const { body: tenants } = await http("/v1/tenants");
     expect(tenants.tenants).toContain(tenant);
@@ -107,7 +139,11 @@ describe("queries over NATS and HTTP", () => {
         const body: any =
           transport === "nats"
             ? (await natsQuery(nc(), "list", tenant, request)).body
-            : (await http(`/v1/tenants/${tenant}/timers?${new URLSearchParams(Object.entries(request).map(([k, v]): [string, string] => [k, String(v)]))}`)).body;
+            : (
+                await http(
+                  `/v1/tenants/${tenant}/timers?${new URLSearchParams(Object.entries(request).map(([k, v]): [string, string] => [k, String(v)]))}`,
+                )
+              ).body;
         listed.push(...body.timers.map((t: any) => t.serviceCallId));
         cursor = body.nextCursor;
         page++;
@@ -125,11 +161,20 @@ describe("queries over NATS and HTTP", () => {
           changed.add(gone);
           await client.cancel(tenant, gone);
         }
-        await waitApplied(tenant, seen, "Scheduled").then(() => eventually(async () => expect((await natsQuery(nc(), "get", tenant, { serviceCallId: seen })).body.timer.dueAt).toBe(new Date(base + 10 * FAR + page).toISOString())));
+        await waitApplied(tenant, seen, "Scheduled").then(() =>
+          eventually(async () =>
+            expect((await natsQuery(nc(), "get", tenant, { serviceCallId: seen })).body.timer.dueAt).toBe(
+              new Date(base + 10 * FAR + page).toISOString(),
+            ),
+          ),
+        );
       } while (cursor !== null);
       expect(new Set(listed).size, `${transport}: duplicates`).toBe(listed.length);
       const unchanged = ids.filter((id) => !changed.has(id));
-      expect(listed.filter((id) => !changed.has(id)), `${transport}: gaps`).toEqual(unchanged);
+      expect(
+        listed.filter((id) => !changed.has(id)),
+        `${transport}: gaps`,
+      ).toEqual(unchanged);
       expect(page).toBeGreaterThanOrEqual(20);
     }
   }, 180_000);
@@ -162,7 +207,13 @@ describe("queries over NATS and HTTP", () => {
       ["limit 1001", "list", "acme", { limit: 1001 }, "/v1/tenants/acme/timers?limit=1001"],
       ["limit not a number", "list", "acme", { limit: "ten" }, "/v1/tenants/acme/timers?limit=ten"],
       ["limit not an integer", "list", "acme", { limit: 2.5 }, "/v1/tenants/acme/timers?limit=2.5"],
-      ["dueAfter without an offset", "list", "acme", { dueAfter: "2026-01-01T00:00:00" }, "/v1/tenants/acme/timers?dueAfter=2026-01-01T00:00:00"],
+      [
+        "dueAfter without an offset",
+        "list",
+        "acme",
+        { dueAfter: "2026-01-01T00:00:00" },
+        "/v1/tenants/acme/timers?dueAfter=2026-01-01T00:00:00",
+      ],
       ["dueBefore not a date", "list", "acme", { dueBefore: "tomorrow" }, "/v1/tenants/acme/timers?dueBefore=tomorrow"],
       ["a forged cursor", "list", "acme", { cursor: "bm90LWEtY3Vyc29y" }, "/v1/tenants/acme/timers?cursor=bm90LWEtY3Vyc29y"],
       ["an empty prefix", "list", "acme", { serviceCallIdPrefix: "" }, "/v1/tenants/acme/timers?serviceCallIdPrefix="],
@@ -197,7 +248,9 @@ describe("queries over NATS and HTTP", () => {
       expect((await http("/v1/tenants/acme/timers/x?limit=2")).status).toBe(400);
       expect((await http("/v1/tenants/acme/nothing")).status).toBe(404);
       expect((await http("/v1/elsewhere")).status).toBe(404);
-      expect((await fetch(`${service.baseUrl}/v1/tenants/acme/stats`, { method: "POST", headers: { Authorization: `Bearer ${TOKEN}` } })).status).toBe(405);
+      expect(
+        (await fetch(`${service.baseUrl}/v1/tenants/acme/stats`, { method: "POST", headers: { Authorization: `Bearer ${TOKEN}` } })).status,
+      ).toBe(405);
     });
   });
 
@@ -208,7 +261,9 @@ describe("queries over NATS and HTTP", () => {
       expect(reply.headers.get("www-authenticate")).toMatch(/^Bearer/);
       expect(JSON.stringify(reply.body)).not.toContain("scheduled");
     }
-    const basic = await fetch(`${service.baseUrl}/v1/tenants`, { headers: { Authorization: `Basic ${Buffer.from(`x:${TOKEN}`).toString("base64")}` } });
+    const basic = await fetch(`${service.baseUrl}/v1/tenants`, {
+      headers: { Authorization: `Basic ${Buffer.from(`x:${TOKEN}`).toString("base64")}` },
+    });
     expect(basic.status).toBe(401);
     const page = await httpGet(service.baseUrl, "/");
     expect(page.status).toBe(200);
@@ -223,7 +278,9 @@ describe("queries over NATS and HTTP", () => {
     await natsQuery(nc(), "list", "acme", { limit: 0 });
     await http("/v1/tenants/acme/timers/x");
     const after = await scrapeMetrics(service);
-    const delta = (endpoint: string, outcome: string) => (after.get(series("timer_queries_total", { endpoint, outcome })) ?? 0) - (before.get(series("timer_queries_total", { endpoint, outcome })) ?? 0);
+    const delta = (endpoint: string, outcome: string) =>
+      (after.get(series("timer_queries_total", { endpoint, outcome })) ?? 0) -
+      (before.get(series("timer_queries_total", { endpoint, outcome })) ?? 0);
     expect([delta("stats", "ok"), delta("list", "error"), delta("get", "ok")]).toEqual([1, 1, 1]);
     const stats = (await nc().request("$SRV.STATS.timer-service", "", { timeout: 5_000 })).json<any>();
     const list = stats.endpoints.find((e: any) => e.name === "list");
@@ -235,7 +292,11 @@ describe("queries over NATS and HTTP", () => {
     const inbox = nc().subscribe("_INBOX.micro-ls-test", { max: 1 });
     nc().publish("$SRV.PING", "", { reply: "_INBOX.micro-ls-test" });
     for await (const message of inbox) {
-      expect(message.json()).toMatchObject({ type: "io.nats.micro.v1.ping_response", name: "timer-service", version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+      expect(message.json()).toMatchObject({
+        type: "io.nats.micro.v1.ping_response",
+        name: "timer-service",
+        version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      });
     }
     const info = (await nc().request("$SRV.INFO.timer-service", "", { timeout: 5_000 })).json<any>();
     expect(info.type).toBe("io.nats.micro.v1.info_response");
@@ -249,7 +310,12 @@ describe("queries over NATS and HTTP", () => {
 
 describe("without TIMER_ADMIN_TOKEN", () => {
   it("when no token is configured, then / and /v1 answer 404 while NATS queries and /metrics work", async () => {
-    const plain = await TimerServiceProcess.start(nats.url, { TIMER_CONSUMER: "no-token", TIMER_COMMANDS_STREAM: "NT_COMMANDS", TIMER_EVENTS_STREAM: "NT_EVENTS", TIMER_SUBJECT_PREFIX: "nt" });
+    const plain = await TimerServiceProcess.start(nats.url, {
+      TIMER_CONSUMER: "no-token",
+      TIMER_COMMANDS_STREAM: "NT_COMMANDS",
+      TIMER_EVENTS_STREAM: "NT_EVENTS",
+      TIMER_SUBJECT_PREFIX: "nt",
+    });
     try {
       for (const path of ["/", "/admin/app.js", "/v1/tenants", "/v1/tenants/acme/stats"]) {
         expect((await httpGet(plain.baseUrl, path, TOKEN)).status, path).toBe(404);

@@ -7,7 +7,13 @@ export interface NatsQueryReply {
   readonly error: string | undefined;
 }
 
-export async function natsQuery(nc: NatsConnection, endpoint: string, tenant: string, body: unknown = {}, prefix = "timer"): Promise<NatsQueryReply> {
+export async function natsQuery(
+  nc: NatsConnection,
+  endpoint: string,
+  tenant: string,
+  body: unknown = {},
+  prefix = "timer",
+): Promise<NatsQueryReply> {
   const payload = typeof body === "string" ? body : JSON.stringify(body);
   const reply = await nc.request(`${prefix}.query.${endpoint}.${tenant}`, payload, { timeout: 5_000 });
   return {

@@ -2,7 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
-import { barrier, commandsSeries, eventually, expectNeverFired, fromNow, metricValue, scrapeMetrics, uniqueId } from "./integration-support.js";
+import {
+  barrier,
+  commandsSeries,
+  eventually,
+  expectNeverFired,
+  fromNow,
+  metricValue,
+  scrapeMetrics,
+  uniqueId,
+} from "./integration-support.js";
 import { natsQuery } from "./query-support.js";
 
 // 0.001 h = 3.6 s: final timers go 3.6 s after their last change; the sweep runs every second.
@@ -24,7 +33,8 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-const get = async (tenant: string, serviceCallId: string) => (await natsQuery(client.connection, "get", tenant, { serviceCallId })).body.timer;
+const get = async (tenant: string, serviceCallId: string) =>
+  (await natsQuery(client.connection, "get", tenant, { serviceCallId })).body.timer;
 
 describe("retention (CONTRACT §7)", () => {
   it("when final timers are older than the window, then they are deleted and counted; Scheduled and newer ones stay", async () => {
@@ -68,7 +78,14 @@ describe("retention (CONTRACT §7)", () => {
     expect(client.received("DueTimeReached", "once").filter((e) => e.body.tenantId === tenant)).toHaveLength(1);
     // A fresh command for the same key is applied as usual.
     await client.schedule(tenant, "once", fromNow(0));
-    await client.waitFor((e) => e.body.type === "DueTimeReached" && e.body.tenantId === tenant && e.body.payload.serviceCallId === "once" && e.body.payload.generation === 1 && e.receivedAtMs > sentAt + RETENTION_MS);
+    await client.waitFor(
+      (e) =>
+        e.body.type === "DueTimeReached" &&
+        e.body.tenantId === tenant &&
+        e.body.payload.serviceCallId === "once" &&
+        e.body.payload.generation === 1 &&
+        e.receivedAtMs > sentAt + RETENTION_MS,
+    );
     expectNeverFired(client, tenant, "other");
   }, 40_000);
 });

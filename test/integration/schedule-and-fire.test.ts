@@ -3,16 +3,7 @@ import { AckPolicy } from "@nats-io/jetstream";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
-import {
-  barrier,
-  eventsFor,
-  fromNow,
-  manager,
-  publishWithAck,
-  scheduleEnvelope,
-  uniqueId,
-  UTC_MS,
-} from "./integration-support.js";
+import { barrier, eventsFor, fromNow, manager, publishWithAck, scheduleEnvelope, uniqueId, UTC_MS } from "./integration-support.js";
 
 /**
  * Scheduling and firing through the real service, with the DEFAULT polling interval (5 s): every
@@ -39,7 +30,7 @@ describe("schedule and fire (default polling interval)", () => {
     const tenantId = "fire-envelope";
     const serviceCallId = uniqueId("call");
     const data = {
-      text: "grüße, 日本語, emoji 🎉👩‍👩‍👧, quote \" backslash \\ newline \n tab \t",
+      text: 'grüße, 日本語, emoji 🎉👩‍👩‍👧, quote " backslash \\ newline \n tab \t',
       nested: { list: [1, -2.5, 0, null, true, false, "x", { deep: [[[]]] }], empty: {}, emptyList: [] },
       big: 9007199254740991,
       small: 1.5e-7,
@@ -174,7 +165,9 @@ describe("schedule and fire (default polling interval)", () => {
 
     const event = await client.waitForDue(tenantId, serviceCallId, 10_000);
     const lag = event.receivedAtMs - dueAtMs;
-    console.info(`precise wake: received ${lag} ms after dueAt; reachedAt - dueAt = ${Date.parse(event.body.payload.reachedAt) - dueAtMs} ms`);
+    console.info(
+      `precise wake: received ${lag} ms after dueAt; reachedAt - dueAt = ${Date.parse(event.body.payload.reachedAt) - dueAtMs} ms`,
+    );
     expect(lag).toBeGreaterThanOrEqual(0);
     expect(lag).toBeLessThan(1_000);
   });
@@ -199,7 +192,10 @@ describe("schedule and fire (default polling interval)", () => {
     const tenantId = "fire-bare";
     const serviceCallId = uniqueId("bare");
     const dueAt = fromNow(50);
-    await client.publishRaw(`timer.commands.schedule.${tenantId}`, JSON.stringify({ tenantId, serviceCallId, dueAt, data: { bare: true } }));
+    await client.publishRaw(
+      `timer.commands.schedule.${tenantId}`,
+      JSON.stringify({ tenantId, serviceCallId, dueAt, data: { bare: true } }),
+    );
 
     const { body } = await client.waitForDue(tenantId, serviceCallId);
     expect(body.id).toBe(`${tenantId}:${serviceCallId}:${Date.parse(dueAt)}:1`);

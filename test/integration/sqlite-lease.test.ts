@@ -35,7 +35,9 @@ describe.skipIf(TEST_STORE !== "sqlite")("SQLite consumer lease", () => {
     const readyz = (await (await fetch(`${second.baseUrl}/readyz`)).json()) as { checks: Record<string, boolean> };
 
     expect(readyz.checks.lease).toBe(false);
-    await expect.poll(() => second.logLines.some((line) => line.includes("another instance with another SQLite database")), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(() => second.logLines.some((line) => line.includes("another instance with another SQLite database")), { timeout: 10_000 })
+      .toBe(true);
     const firstReadyz = (await (await fetch(`${first.baseUrl}/readyz`)).json()) as { checks: Record<string, boolean> };
     expect(firstReadyz.checks.lease).toBe(true);
   });

@@ -59,7 +59,9 @@ describe("docker-compose.yml", () => {
     ]);
   });
 
-  it("when docker-compose resolves it, then grafana is under dashboards and the postgres stack under postgres (both off by default)", ({ skip }) => {
+  it("when docker-compose resolves it, then grafana is under dashboards and the postgres stack under postgres (both off by default)", ({
+    skip,
+  }) => {
     const result = runCommand(requireCompose(skip), ["config"]);
     expect(result.code, result.output).toBe(0);
     expect(profilesByService(result.output)).toEqual({

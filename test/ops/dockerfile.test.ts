@@ -141,7 +141,11 @@ describe("Dockerfile", () => {
   });
 
   it("when the runtime stage starts, then the database lives on the /data volume and port 8080 is exposed with a health check", () => {
-    const args = (keyword: string): string => runtime.filter((i) => i.keyword === keyword).map((i) => i.args).join(" ");
+    const args = (keyword: string): string =>
+      runtime
+        .filter((i) => i.keyword === keyword)
+        .map((i) => i.args)
+        .join(" ");
 
     expect(args("ENV")).toContain("TIMER_DB_PATH=/data/timer.db");
     expect(args("VOLUME")).toContain('"/data"');

@@ -21,7 +21,12 @@ describe("layer rule", () => {
   });
 
   it("when the domain imports another domain file or a node built-in, then lint passes", async () => {
-    expect(await brokenRules("src/domain/probe.ts", 'import type { Timer } from "./timer.js";\nimport { randomUUID } from "node:crypto";\nexport type X = Timer;\nexport const y = randomUUID;\n')).toEqual([]);
+    expect(
+      await brokenRules(
+        "src/domain/probe.ts",
+        'import type { Timer } from "./timer.js";\nimport { randomUUID } from "node:crypto";\nexport type X = Timer;\nexport const y = randomUUID;\n',
+      ),
+    ).toEqual([]);
   });
 
   it("when the application imports an adapter, the composition root or a library other than zod, then lint fails", async () => {
@@ -35,7 +40,10 @@ describe("layer rule", () => {
 
   it("when the application imports the domain, its ports and zod, then lint passes", async () => {
     expect(
-      await brokenRules("src/app/firing/probe.ts", 'import type { Timer } from "../../domain/timer.js";\nimport type { Clock } from "../clock.js";\nimport { z } from "zod";\nexport type X = [Timer, Clock];\nexport const y = z;\n'),
+      await brokenRules(
+        "src/app/firing/probe.ts",
+        'import type { Timer } from "../../domain/timer.js";\nimport type { Clock } from "../clock.js";\nimport { z } from "zod";\nexport type X = [Timer, Clock];\nexport const y = z;\n',
+      ),
     ).toEqual([]);
   });
 });

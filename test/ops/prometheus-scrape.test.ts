@@ -39,9 +39,7 @@ describe("Prometheus scraping the built service", () => {
 
   /** The first sample of `promql` that satisfies `accept`, once Prometheus has scraped one. */
   function sampleOf(promql: string, accept: (s: Sample) => boolean = () => true): Promise<Sample> {
-    return waitFor(`Prometheus returned no sample of ${promql} as expected`, [prometheus!], async () =>
-      (await query(promql)).find(accept),
-    );
+    return waitFor(`Prometheus returned no sample of ${promql} as expected`, [prometheus!], async () => (await query(promql)).find(accept));
   }
 
   beforeAll(async () => {
@@ -71,11 +69,7 @@ describe("Prometheus scraping the built service", () => {
       "prometheus",
       spawn(
         prometheusBin,
-        [
-          `--config.file=${configFile}`,
-          `--storage.tsdb.path=${join(promDir, "data")}`,
-          `--web.listen-address=127.0.0.1:${promPort}`,
-        ],
+        [`--config.file=${configFile}`, `--storage.tsdb.path=${join(promDir, "data")}`, `--web.listen-address=127.0.0.1:${promPort}`],
         { stdio: ["ignore", "pipe", "pipe"] },
       ),
     );
@@ -125,10 +119,7 @@ describe("Prometheus scraping the built service", () => {
     );
 
     const pending = await sampleOf('timer_schedules_pending{job="timer-service"}', (s) => s.value === 1);
-    const accepted = await sampleOf(
-      'timer_commands_received_total{type="ScheduleTimer", outcome="accepted"}',
-      (s) => s.value === 1,
-    );
+    const accepted = await sampleOf('timer_commands_received_total{type="ScheduleTimer", outcome="accepted"}', (s) => s.value === 1);
 
     expect(pending.value).toBe(1);
     expect(accepted.value).toBe(1);

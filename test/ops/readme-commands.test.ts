@@ -143,7 +143,12 @@ describe("README commands", () => {
 async function checkStarts(brokerUrl: string, name: string, command: readonly string[]): Promise<void> {
   const started = await TimerServiceProcess.start(
     brokerUrl,
-    { TIMER_SUBJECT_PREFIX: name, TIMER_COMMANDS_STREAM: `${name.toUpperCase()}_COMMANDS`, TIMER_EVENTS_STREAM: `${name.toUpperCase()}_EVENTS`, TIMER_CONSUMER: name },
+    {
+      TIMER_SUBJECT_PREFIX: name,
+      TIMER_COMMANDS_STREAM: `${name.toUpperCase()}_COMMANDS`,
+      TIMER_EVENTS_STREAM: `${name.toUpperCase()}_EVENTS`,
+      TIMER_CONSUMER: name,
+    },
     { command },
   );
   await started.kill("SIGTERM");

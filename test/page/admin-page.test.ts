@@ -21,7 +21,14 @@ beforeAll(async () => {
   client = await TimerClient.connect(nats.url);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_BIN ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 });
 

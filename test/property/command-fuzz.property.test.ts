@@ -89,7 +89,9 @@ function decodeAndCheck(raw: RawCommand): DecodedCommand {
   try {
     result = decoder.decode(raw);
   } catch (error) {
-    throw new Error(`decode threw ${String(error)} on subject ${JSON.stringify(raw.subject)}, ${raw.body.byteLength} bytes`, { cause: error });
+    throw new Error(`decode threw ${String(error)} on subject ${JSON.stringify(raw.subject)}, ${raw.body.byteLength} bytes`, {
+      cause: error,
+    });
   }
   const problems: string[] = [];
   const check = (ok: boolean, problem: string) => {
@@ -97,7 +99,10 @@ function decodeAndCheck(raw: RawCommand): DecodedCommand {
   };
   const tokens = raw.subject.split(".");
   const subjectTenant = tokens.length === 4 && validTenant(tokens[3]) ? tokens[3] : undefined;
-  const kindType = ({ schedule: "ScheduleTimer", cancel: "CancelTimer", cancelprefix: "CancelTimersByPrefix" } as Record<string, string>)[tokens[2] ?? ""] ?? "unknown";
+  const kindType =
+    ({ schedule: "ScheduleTimer", cancel: "CancelTimer", cancelprefix: "CancelTimersByPrefix" } as Record<string, string>)[
+      tokens[2] ?? ""
+    ] ?? "unknown";
   check(result.type === kindType, `type ${result.type}, expected ${kindType}`);
 
   if (result.ok) {
@@ -133,7 +138,10 @@ function decodeAndCheck(raw: RawCommand): DecodedCommand {
     check(typeof r.reason === "string" && r.reason.length > 0, "empty reason");
     check(r.commandId === undefined || isText(r.commandId, 1, 128), "invalid commandId echoed");
     check(r.correlationId === undefined || isText(r.correlationId, 1, 128), "invalid correlationId echoed");
-    check(r.serviceCallId === undefined || (isText(r.serviceCallId, 1, 256) && !CONTROL.test(r.serviceCallId)), "invalid serviceCallId echoed");
+    check(
+      r.serviceCallId === undefined || (isText(r.serviceCallId, 1, 256) && !CONTROL.test(r.serviceCallId)),
+      "invalid serviceCallId echoed",
+    );
     // Rules 1 and 2 come first, whatever else is wrong.
     if (raw.body.byteLength > 65_536) {
       check(r.code === "TOO_LARGE", `${r.code} for a body over 64 KiB`);
@@ -147,7 +155,9 @@ function decodeAndCheck(raw: RawCommand): DecodedCommand {
   }
   if (problems.length > 0) {
     const body = Buffer.from(raw.body).toString("utf8").slice(0, 500);
-    throw new Error(`${problems.join("; ")}\nsubject ${JSON.stringify(raw.subject)} body ${JSON.stringify(body)}\nresult ${JSON.stringify(result)}`);
+    throw new Error(
+      `${problems.join("; ")}\nsubject ${JSON.stringify(raw.subject)} body ${JSON.stringify(body)}\nresult ${JSON.stringify(result)}`,
+    );
   }
   return result;
 }
@@ -164,7 +174,23 @@ const raw = (subject: string, body: Uint8Array | string, brokerTimestampMs = T0)
 // ---------------------------------------------------------------------------------------------
 // Arbitraries
 
-const TOKENS = ["timer", "commands", "schedule", "cancel", "acme", "t-1", "_unknown", "", "*", ">", "events", "a b", "x".repeat(65), "ACME", "😀"];
+const TOKENS = [
+  "timer",
+  "commands",
+  "schedule",
+  "cancel",
+  "acme",
+  "t-1",
+  "_unknown",
+  "",
+  "*",
+  ">",
+  "events",
+  "a b",
+  "x".repeat(65),
+  "ACME",
+  "😀",
+];
 /** Four tokens, each valid or just off: exercises every subject rule with otherwise valid bodies. */
 const nearMissSubjectArb = fc
   .tuple(
@@ -201,9 +227,9 @@ const dateTextArb: fc.Arbitrary<string> = fc.oneof(
         comma: fc.boolean(),
         offset: fc.oneof(
           fc.constantFrom("Z", "z", "", "+24:00", "-00:00", "+23:59", "+2", " Z", "Z "),
-          fc.tuple(fc.constantFrom("+", "-"), fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 61 }), fc.boolean()).map(
-            ([sign, h, m, colon]) => `${sign}${pad(h, 2)}${colon ? ":" : ""}${pad(m, 2)}`,
-          ),
+          fc
+            .tuple(fc.constantFrom("+", "-"), fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 61 }), fc.boolean())
+            .map(([sign, h, m, colon]) => `${sign}${pad(h, 2)}${colon ? ":" : ""}${pad(m, 2)}`),
         ),
       })
       .map(
@@ -217,7 +243,14 @@ const dateTextArb: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.string({ maxLength: 30 }) },
   {
     weight: 1,
-    arbitrary: fc.constantFrom("", "9999-12-31T23:59:59.999-23:59", "0000-01-01T00:00:00+23:59", "2026-02-29T00:00:00Z", "2024-02-29T00:00:00Z", "1900-02-29T00:00:00Z"),
+    arbitrary: fc.constantFrom(
+      "",
+      "9999-12-31T23:59:59.999-23:59",
+      "0000-01-01T00:00:00+23:59",
+      "2026-02-29T00:00:00Z",
+      "2024-02-29T00:00:00Z",
+      "1900-02-29T00:00:00Z",
+    ),
   },
 );
 
@@ -225,7 +258,20 @@ const textArb = fc.oneof(
   { weight: 4, arbitrary: fc.string({ minLength: 1, maxLength: 12 }) },
   { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 12 }) },
   { weight: 1, arbitrary: fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 6 }) },
-  { weight: 1, arbitrary: fc.constantFrom("", "😀".repeat(128), "😀".repeat(129), "😀".repeat(256), "😀".repeat(257), "a\u0000", "a\u0085", "\uD800", "__proto__") },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      "",
+      "😀".repeat(128),
+      "😀".repeat(129),
+      "😀".repeat(256),
+      "😀".repeat(257),
+      "a\u0000",
+      "a\u0085",
+      "\uD800",
+      "__proto__",
+    ),
+  },
 );
 
 const jsonArb = fc.jsonValue({ maxDepth: 3 });
@@ -246,7 +292,10 @@ const baseCommandArb: fc.Arbitrary<BaseCommand> = fc.record({
   kind: fc.constantFrom("schedule" as const, "cancel" as const),
   tenant: fc.constantFrom("acme", "t-1", "Z9"),
   serviceCallId: fc.oneof({ weight: 3, arbitrary: fc.constantFrom("call-1", "c", "x:y", "😀") }, { weight: 1, arbitrary: textArb }),
-  dueAt: fc.oneof({ weight: 2, arbitrary: fc.constantFrom("2026-01-01T00:00:00Z", "2026-01-01T01:00:00.123456+01:00") }, { weight: 1, arbitrary: dateTextArb }),
+  dueAt: fc.oneof(
+    { weight: 2, arbitrary: fc.constantFrom("2026-01-01T00:00:00Z", "2026-01-01T01:00:00.123456+01:00") },
+    { weight: 1, arbitrary: dateTextArb },
+  ),
   data: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: jsonArb }),
   correlationId: fc.oneof(fc.constant(null), fc.constantFrom("req-1", "r"), textArb),
   id: fc.oneof({ weight: 3, arbitrary: fc.constantFrom("cmd-1", "01J00000000000000000000000") }, { weight: 1, arbitrary: textArb }),
@@ -288,12 +337,23 @@ const FIELD_PATHS = [
   ["data"],
 ] as const;
 
-const SPECIAL_VALUES: unknown[] = [null, true, 0, -1, 1.5, 2 ** 53 + 2, "", [], {}, "x".repeat(300), [[[]]], { payload: {} }, "ScheduleTimer"];
+const SPECIAL_VALUES: unknown[] = [
+  null,
+  true,
+  0,
+  -1,
+  1.5,
+  2 ** 53 + 2,
+  "",
+  [],
+  {},
+  "x".repeat(300),
+  [[[]]],
+  { payload: {} },
+  "ScheduleTimer",
+];
 
-type ObjectMutation =
-  | { op: "delete"; path: readonly string[] }
-  | { op: "set"; path: readonly string[]; value: unknown }
-  | { op: "none" };
+type ObjectMutation = { op: "delete"; path: readonly string[] } | { op: "set"; path: readonly string[]; value: unknown } | { op: "none" };
 
 const objectMutationArb: fc.Arbitrary<ObjectMutation> = fc.oneof(
   { weight: 2, arbitrary: fc.constant({ op: "none" as const }) },
@@ -372,7 +432,10 @@ const byteMutationArb: fc.Arbitrary<ByteMutation> = fc.oneof(
   { weight: 4, arbitrary: fc.constant({ op: "none" as const }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant("flip" as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("truncate" as const), at: fc.nat() }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant("insert" as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 4 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant("insert" as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 4 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("delete" as const), at: fc.nat(), length: fc.integer({ min: 1, max: 8 }) }) },
 );
 
@@ -424,7 +487,9 @@ const runs = (n: number) => Math.max(1, Math.round(n * Number(process.env.FC_RUN
 describe(`CommandDecoder fuzzing (seed ${seed})`, () => {
   afterAll(() => {
     // Visible in the report: the fuzzing reached every outcome, not only the first rules.
-    console.info(`decoded ${decoded} messages (${acceptedCount} accepted); rejections by code: ${JSON.stringify(Object.fromEntries(codesSeen))}`);
+    console.info(
+      `decoded ${decoded} messages (${acceptedCount} accepted); rejections by code: ${JSON.stringify(Object.fromEntries(codesSeen))}`,
+    );
   });
 
   it("when the body is random bytes, then decode returns a command or a known rejection and never throws", () => {
@@ -500,7 +565,17 @@ describe(`CommandDecoder fuzzing (seed ${seed})`, () => {
         fc.integer({ min: 1_000, max: 70_000 }),
         fc.constantFrom("x", "é", "😀", "\\u0000", " "),
         (path, length, unit) => {
-          const body = toBody({ kind: "schedule", tenant: "acme", serviceCallId: "c", dueAt: "2026-01-01T00:00:00Z", data: undefined, correlationId: null, id: "i", timestampMs: 1, bare: false });
+          const body = toBody({
+            kind: "schedule",
+            tenant: "acme",
+            serviceCallId: "c",
+            dueAt: "2026-01-01T00:00:00Z",
+            data: undefined,
+            correlationId: null,
+            id: "i",
+            timestampMs: 1,
+            bare: false,
+          });
           const big = unit.repeat(Math.ceil(length / unit.length));
           applyObjectMutation(body, { op: "set", path, value: unit === "\\u0000" ? JSON.parse(`"${big}"`) : big });
           decodeAndCheck(raw("timer.commands.schedule.acme", JSON.stringify(body)));
@@ -514,9 +589,22 @@ describe(`CommandDecoder fuzzing (seed ${seed})`, () => {
   // (Deep nesting inside `data` makes decode throw: see the known deviation in command-decoder.test.ts.)
   it.each([
     ["the whole body", false, (deep: string) => deep],
-    ["an unknown envelope member", true, (deep: string) => `{"id":"i","type":"ScheduleTimer","tenantId":"acme","timestampMs":1,"x":${deep},"payload":{"tenantId":"acme","serviceCallId":"c","dueAt":"2026-01-01T00:00:00Z"}}`],
-    ["the envelope payload", false, (deep: string) => `{"id":"i","type":"ScheduleTimer","tenantId":"acme","timestampMs":1,"payload":${deep}}`],
-    ["an unknown payload member", true, (deep: string) => `{"tenantId":"acme","serviceCallId":"c","dueAt":"2026-01-01T00:00:00Z","x":${deep}}`],
+    [
+      "an unknown envelope member",
+      true,
+      (deep: string) =>
+        `{"id":"i","type":"ScheduleTimer","tenantId":"acme","timestampMs":1,"x":${deep},"payload":{"tenantId":"acme","serviceCallId":"c","dueAt":"2026-01-01T00:00:00Z"}}`,
+    ],
+    [
+      "the envelope payload",
+      false,
+      (deep: string) => `{"id":"i","type":"ScheduleTimer","tenantId":"acme","timestampMs":1,"payload":${deep}}`,
+    ],
+    [
+      "an unknown payload member",
+      true,
+      (deep: string) => `{"tenantId":"acme","serviceCallId":"c","dueAt":"2026-01-01T00:00:00Z","x":${deep}}`,
+    ],
     ["the id", false, (deep: string) => `{"id":${deep},"type":"ScheduleTimer","tenantId":"acme","timestampMs":1,"payload":{}}`],
     ["the serviceCallId", false, (deep: string) => `{"tenantId":"acme","serviceCallId":${deep},"dueAt":"2026-01-01T00:00:00Z"}`],
     ["the dueAt", false, (deep: string) => `{"tenantId":"acme","serviceCallId":"c","dueAt":${deep}}`],

@@ -42,15 +42,31 @@ type Step =
   | { kind: "restart" };
 
 const policyArb: fc.Arbitrary<Policy | null> = fc.option(
-  fc.record({ maxRetries: fc.integer({ min: 0, max: 2 }), backoffMs: fc.constantFrom(100, 700), completionTimeoutMs: fc.constantFrom(1_000, 2_500) }),
+  fc.record({
+    maxRetries: fc.integer({ min: 0, max: 2 }),
+    backoffMs: fc.constantFrom(100, 700),
+    completionTimeoutMs: fc.constantFrom(1_000, 2_500),
+  }),
   { freq: 4 },
 );
 const keyArb = fc.constantFrom(...KEYS);
 const tsArb = fc.integer({ min: 1, max: 12 });
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("schedule" as const), key: keyArb, slot: fc.integer({ min: 0, max: 6 }), ts: tsArb, policy: policyArb }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("complete" as const), key: keyArb, ts: tsArb, result: fc.constantFrom(null, "ok") }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("schedule" as const),
+      key: keyArb,
+      slot: fc.integer({ min: 0, max: 6 }),
+      ts: tsArb,
+      policy: policyArb,
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant("complete" as const), key: keyArb, ts: tsArb, result: fc.constantFrom(null, "ok") }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("fail" as const), key: keyArb, ts: tsArb, reason: fc.constantFrom("e1", "e2") }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 3_000 }) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("pollDue" as const) }) },
@@ -86,7 +102,19 @@ class Model {
   schedule(key: string, dueAtMs: number, ts: number, policy: Policy | null): void {
     const timer = this.timers.get(key);
     if (timer === undefined) {
-      this.timers.set(key, { state: "Scheduled", dueAtMs, policy, commandTs: ts, attempt: 0, awaitingReport: false, nextLookMs: null, firedAtMs: null, completedAtMs: null, result: null, lastReason: null });
+      this.timers.set(key, {
+        state: "Scheduled",
+        dueAtMs,
+        policy,
+        commandTs: ts,
+        attempt: 0,
+        awaitingReport: false,
+        nextLookMs: null,
+        firedAtMs: null,
+        completedAtMs: null,
+        result: null,
+        lastReason: null,
+      });
       return;
     }
     if (timer.state !== "Scheduled" || ts < timer.commandTs) return;
@@ -127,7 +155,13 @@ class Model {
         this.published.push(`${key}#0`);
         continue;
       }
-      Object.assign(timer, { state: "Fired", attempt: 1, awaitingReport: true, firedAtMs: nowMs, nextLookMs: nowMs + timer.policy.completionTimeoutMs });
+      Object.assign(timer, {
+        state: "Fired",
+        attempt: 1,
+        awaitingReport: true,
+        firedAtMs: nowMs,
+        nextLookMs: nowMs + timer.policy.completionTimeoutMs,
+      });
       this.published.push(`${key}#1`);
     }
   }
@@ -163,28 +197,67 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
         const build = () => ({
           processor: new TimerCommandProcessor({
             decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 10, clock, calendar }),
-            store, publisher, clock, metrics, logger: silentLogger, onScheduled: () => undefined,
+            store,
+            publisher,
+            clock,
+            metrics,
+            logger: silentLogger,
+            onScheduled: () => undefined,
           }),
-          due: new DueTimerWorker({ store, publisher, clock, metrics, logger: silentLogger, batchSize: 2, owner: "a", claimTtlMs: 30_000, calendar }),
-          deadlines: new DeliveryDeadlineWorker({ store, publisher, clock, metrics, logger: silentLogger, batchSize: 2, owner: "a", claimTtlMs: 30_000 }),
+          due: new DueTimerWorker({
+            store,
+            publisher,
+            clock,
+            metrics,
+            logger: silentLogger,
+            batchSize: 2,
+            owner: "a",
+            claimTtlMs: 30_000,
+            calendar,
+          }),
+          deadlines: new DeliveryDeadlineWorker({
+            store,
+            publisher,
+            clock,
+            metrics,
+            logger: silentLogger,
+            batchSize: 2,
+            owner: "a",
+            claimTtlMs: 30_000,
+          }),
         });
         let app = build();
         const model = new Model();
         let id = 0;
         const send = (kind: string, type: string, ts: number, payload: Record<string, unknown>) =>
-          app.processor.process([rawCommand(`timer.commands.${kind}.t`, { id: `m${++id}`, type, tenantId: "t", timestampMs: ts, payload: { tenantId: "t", ...payload } })]);
+          app.processor.process([
+            rawCommand(`timer.commands.${kind}.t`, {
+              id: `m${++id}`,
+              type,
+              tenantId: "t",
+              timestampMs: ts,
+              payload: { tenantId: "t", ...payload },
+            }),
+          ]);
         try {
           for (const step of steps) {
             const nowMs = clock.now();
             switch (step.kind) {
               case "schedule": {
                 const dueAtMs = T0 + step.slot * 500;
-                await send("schedule", "ScheduleTimer", step.ts, { serviceCallId: step.key, dueAt: new Date(dueAtMs).toISOString(), ...(step.policy === null ? {} : { delivery: step.policy }) });
+                await send("schedule", "ScheduleTimer", step.ts, {
+                  serviceCallId: step.key,
+                  dueAt: new Date(dueAtMs).toISOString(),
+                  ...(step.policy === null ? {} : { delivery: step.policy }),
+                });
                 model.schedule(step.key, dueAtMs, step.ts, step.policy);
                 break;
               }
               case "complete":
-                await send("complete", "TimerCompleted", step.ts, { serviceCallId: step.key, ...(step.result === null ? {} : { result: step.result }) });
+                await send("complete", "TimerCompleted", step.ts, {
+                  serviceCallId: step.key,
+                  ...(step.result === null ? {} : { result: step.result }),
+                });
                 model.complete(step.key, step.ts, step.result, nowMs);
                 break;
               case "fail":

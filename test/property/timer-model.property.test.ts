@@ -144,7 +144,11 @@ const messageArb: fc.Arbitrary<MessageSpec> = fc.oneof(
   {
     weight: 5,
     arbitrary: fc.record({
-      command: fc.oneof({ weight: 6, arbitrary: scheduleArb }, { weight: 3, arbitrary: cancelArb }, { weight: 1, arbitrary: cancelPrefixArb }),
+      command: fc.oneof(
+        { weight: 6, arbitrary: scheduleArb },
+        { weight: 3, arbitrary: cancelArb },
+        { weight: 1, arbitrary: cancelPrefixArb },
+      ),
     }),
   },
   { weight: 2, arbitrary: fc.record({ redeliver: fc.nat() }) },
@@ -220,7 +224,14 @@ interface ModelEvent {
 
 const keyOf = (tenantId: string, serviceCallId: string) => `${tenantId}/${serviceCallId}`;
 const sameSeries = (a: ModelSeries | null, b: ModelSeries | null) =>
-  a === b || (a !== null && b !== null && a.firstMs === b.firstMs && a.stepMs === b.stepMs && a.max === b.max && a.untilMs === b.untilMs && a.cron === b.cron);
+  a === b ||
+  (a !== null &&
+    b !== null &&
+    a.firstMs === b.firstMs &&
+    a.stepMs === b.stepMs &&
+    a.max === b.max &&
+    a.untilMs === b.untilMs &&
+    a.cron === b.cron);
 const dueOf = (series: ModelSeries, n: number) => series.firstMs + (n - 1) * series.stepMs;
 const exists = (series: ModelSeries, n: number) => n <= series.max && (series.untilMs === null || dueOf(series, n) <= series.untilMs);
 
@@ -313,8 +324,16 @@ class TimerModel {
       if (covering !== null && command.timestampMs <= covering) return "ignored";
       // §3.5: cancelling an unknown key records a Cancelled timer (a tombstone).
       this.timers.set(key, {
-        state: "Cancelled", dueAtMs: null, data: null, correlationId: null, commandTs: command.timestampMs, generation: 1,
-        reachedAtMs: null, series: null, occurrence: 1, maxLatenessMs: null,
+        state: "Cancelled",
+        dueAtMs: null,
+        data: null,
+        correlationId: null,
+        commandTs: command.timestampMs,
+        generation: 1,
+        reachedAtMs: null,
+        series: null,
+        occurrence: 1,
+        maxLatenessMs: null,
       });
       return "accepted";
     }
@@ -406,9 +425,16 @@ function storedView(stored: Timer, prefixCancelTs: number | null): Comparable {
   const series: ModelSeries | null =
     repeat === null
       ? null
-      : { firstMs: repeat.firstDueAtMs, stepMs: repeat.everyMs ?? 60_000, max: repeat.maxOccurrences ?? Infinity, untilMs: repeat.untilMs, cron: repeat.cron !== undefined };
+      : {
+          firstMs: repeat.firstDueAtMs,
+          stepMs: repeat.everyMs ?? 60_000,
+          max: repeat.maxOccurrences ?? Infinity,
+          untilMs: repeat.untilMs,
+          cron: repeat.cron !== undefined,
+        };
   const view: Comparable = { ...stored, series };
-  const covered = prefixCancelTs !== null && (stored.state === "Scheduled" || stored.state === "Cancelled") && stored.commandTs <= prefixCancelTs;
+  const covered =
+    prefixCancelTs !== null && (stored.state === "Scheduled" || stored.state === "Cancelled") && stored.commandTs <= prefixCancelTs;
   return covered ? { ...view, state: "Cancelled", commandTs: prefixCancelTs } : view;
 }
 
@@ -442,7 +468,9 @@ const TYPES = { schedule: "ScheduleTimer", cancel: "CancelTimer", cancelprefix: 
 function toMessage(spec: CommandSpec, sourceId: string): DeliveredCommand {
   const subject = `timer.commands.${spec.kind}.${spec.tenant}`;
   const payload: Record<string, unknown> =
-    spec.kind === "cancelprefix" ? { tenantId: spec.tenant, serviceCallIdPrefix: spec.prefix } : { tenantId: spec.tenant, serviceCallId: spec.callId };
+    spec.kind === "cancelprefix"
+      ? { tenantId: spec.tenant, serviceCallIdPrefix: spec.prefix }
+      : { tenantId: spec.tenant, serviceCallId: spec.callId };
   if (spec.kind === "schedule") {
     payload.dueAt = formatDueAt(spec);
     if (spec.data !== null) payload.data = JSON.parse(spec.data);
@@ -517,7 +545,17 @@ class System {
       logger: silentLogger,
       onScheduled: () => {},
     });
-    this.worker = new DueTimerWorker({ store: this.store, publisher, clock, metrics, logger: silentLogger, batchSize: 100, owner: "model", claimTtlMs: 30_000, calendar: new CronerCalendar() });
+    this.worker = new DueTimerWorker({
+      store: this.store,
+      publisher,
+      clock,
+      metrics,
+      logger: silentLogger,
+      batchSize: 100,
+      owner: "model",
+      claimTtlMs: 30_000,
+      calendar: new CronerCalendar(),
+    });
     // One timer per transaction: a sweep step leaves most prefix cancels half done.
     this.sweeper = new PrefixCancelSweeper({ store: this.store, clock, metrics, logger: silentLogger, batchSize: 1, idleCheckMs: 1_000 });
     metrics.setPending(await this.store.countScheduled());
@@ -539,7 +577,13 @@ const SCRATCH = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
 function reachedEvent(e: ModelEvent, reachedAtMs: number): DueTimeReached {
   const { tenantId, serviceCallId, dueAtMs, generation, data, correlationId, occurrence, missedOccurrences } = e;
   return {
-    tenantId, serviceCallId, dueAtMs, reachedAtMs, generation, data, correlationId,
+    tenantId,
+    serviceCallId,
+    dueAtMs,
+    reachedAtMs,
+    generation,
+    data,
+    correlationId,
     ...(occurrence === null ? {} : { occurrence }),
     ...(missedOccurrences === 0 ? {} : { missedOccurrences }),
   };
@@ -756,7 +800,20 @@ describe("timer model (CONTRACT §3, §10) vs. TimerCommandProcessor + DueTimerW
   }, 240_000);
 
   it("when a schedule, its redelivery, an equal-timestamp cancel and a late stale schedule arrive, then the timer stays Cancelled and never fires", async () => {
-    const schedule: CommandSpec = { kind: "schedule", tenant: "t1", callId: "a", slot: 0, data: null, correlationId: null, ts: 3, bare: false, offset: false, id: "m1", repeat: null, maxLatenessMs: null };
+    const schedule: CommandSpec = {
+      kind: "schedule",
+      tenant: "t1",
+      callId: "a",
+      slot: 0,
+      data: null,
+      correlationId: null,
+      ts: 3,
+      bare: false,
+      offset: false,
+      id: "m1",
+      repeat: null,
+      maxLatenessMs: null,
+    };
     const cancel: CommandSpec = { kind: "cancel", tenant: "t1", callId: "a", correlationId: null, ts: 3, bare: false, id: "m2" };
     const stale: CommandSpec = { ...schedule, ts: 2, slot: 5, id: "m3" };
     await runSequence([
@@ -770,7 +827,20 @@ describe("timer model (CONTRACT §3, §10) vs. TimerCommandProcessor + DueTimerW
   });
 
   it("when a reschedule lands between publish and mark, then the timer fires again as rescheduled (and the model agrees)", async () => {
-    const first: CommandSpec = { kind: "schedule", tenant: "t2", callId: "b", slot: 0, data: '"x"', correlationId: "c1", ts: 1, bare: false, offset: true, id: "m1", repeat: null, maxLatenessMs: null };
+    const first: CommandSpec = {
+      kind: "schedule",
+      tenant: "t2",
+      callId: "b",
+      slot: 0,
+      data: '"x"',
+      correlationId: "c1",
+      ts: 1,
+      bare: false,
+      offset: true,
+      id: "m1",
+      repeat: null,
+      maxLatenessMs: null,
+    };
     const moved: CommandSpec = { ...first, slot: 6, ts: 2, id: "m2" };
     await runSequence([
       { kind: "deliver", messages: [{ command: first }] },

@@ -51,13 +51,16 @@ describe("configuration errors", () => {
     ["an http scheme", `http://svc:${PASSWORD}@127.0.0.1:4222`],
     ["a comma in the password", `nats://svc:${PASSWORD.slice(0, 5)},${PASSWORD.slice(5)}@127.0.0.1:4222`],
     ["a token and a bad host", `nats://${TOKEN}@bad host:4222`],
-  ])("when TIMER_BROKER_URL with a secret has %s, then the service exits 2 naming the variable and prints no part of the secret", async (_name, url) => {
-    const running = await service(url);
+  ])(
+    "when TIMER_BROKER_URL with a secret has %s, then the service exits 2 naming the variable and prints no part of the secret",
+    async (_name, url) => {
+      const running = await service(url);
 
-    expect((await running.exited()).code).toBe(2);
-    expect(running.stderr).toContain("TIMER_BROKER_URL");
-    expectNoSecret(running);
-  });
+      expect((await running.exited()).code).toBe(2);
+      expect(running.stderr).toContain("TIMER_BROKER_URL");
+      expectNoSecret(running);
+    },
+  );
 
   it("when TIMER_BROKER_URL carries a login and TIMER_NATS_TOKEN is set too, then the service exits 2 naming TIMER_NATS_TOKEN and prints neither secret", async () => {
     const running = await service(`nats://svc:${PASSWORD}@127.0.0.1:4222`, { TIMER_NATS_TOKEN: TOKEN });

@@ -19,7 +19,10 @@ describe("redactUrl", () => {
 
 describe("parseBrokerUrl", () => {
   it("when the URL has user:password, then it returns them decoded and the URL without them", () => {
-    expect(parseBrokerUrl("nats://svc:p%40ss%2Cw@nats-1:4222")).toMatchObject({ server: "nats://nats-1:4222", login: { user: "svc", password: "p@ss,w" } });
+    expect(parseBrokerUrl("nats://svc:p%40ss%2Cw@nats-1:4222")).toMatchObject({
+      server: "nats://nats-1:4222",
+      login: { user: "svc", password: "p@ss,w" },
+    });
   });
 
   it("when the URL has a user part alone, then it is a token", () => {
@@ -78,7 +81,11 @@ describe("BrokerUnreachableLog", () => {
     }
 
     expect(lines.map((line) => line.attempts)).toEqual([1, 41, 81]);
-    expect(lines[0]).toMatchObject({ servers: ["nats://***@a:4222", "nats://b:4222"], error: "connection refused", message: "NATS broker unreachable; still trying" });
+    expect(lines[0]).toMatchObject({
+      servers: ["nats://***@a:4222", "nats://b:4222"],
+      error: "connection refused",
+      message: "NATS broker unreachable; still trying",
+    });
     expect(JSON.stringify(lines)).not.toContain("hunter2");
   });
 

@@ -17,9 +17,13 @@ let service: TimerServiceProcess;
 
 beforeAll(async () => {
   nats = await NatsServerProcess.start();
-  service = await TimerServiceProcess.start(nats.url, { TIMER_LOG_LEVEL: "warn" }, {
-    command: ["/bin/sh", "-c", `ulimit -n ${SERVICE_FD_LIMIT} && exec "$0" dist/main.js`, process.execPath],
-  });
+  service = await TimerServiceProcess.start(
+    nats.url,
+    { TIMER_LOG_LEVEL: "warn" },
+    {
+      command: ["/bin/sh", "-c", `ulimit -n ${SERVICE_FD_LIMIT} && exec "$0" dist/main.js`, process.execPath],
+    },
+  );
 });
 
 afterAll(async () => {

@@ -35,13 +35,19 @@ describe("query isolation through broker permissions", () => {
     await scheduleTimers(stack.acme, "acme", "acme-q", 1, 3_600_000);
     await scheduleTimers(stack.globex, "globex", "globex-q", 1, 3_600_000);
     await until("both timers stored", async () => {
-      const [a, g] = await Promise.all([query(stack.acme, "timer.query.stats.acme", {}), query(stack.globex, "timer.query.stats.globex", {})]);
+      const [a, g] = await Promise.all([
+        query(stack.acme, "timer.query.stats.acme", {}),
+        query(stack.globex, "timer.query.stats.globex", {}),
+      ]);
       return a.ok && a.body.scheduled === 1 && g.ok && g.body.scheduled === 1;
     });
 
     const own = await query(stack.acme, "timer.query.get.acme", { serviceCallId: "acme-q-1" });
     expect(own).toMatchObject({ ok: true, body: { timer: { tenantId: "acme", serviceCallId: "acme-q-1", state: "Scheduled" } } });
-    expect(await query(stack.acme, "timer.query.list.acme", {})).toMatchObject({ ok: true, body: { timers: [{ serviceCallId: "acme-q-1" }] } });
+    expect(await query(stack.acme, "timer.query.list.acme", {})).toMatchObject({
+      ok: true,
+      body: { timers: [{ serviceCallId: "acme-q-1" }] },
+    });
 
     for (const endpoint of ["get", "list", "stats"]) {
       const foreign = await query(stack.acme, `timer.query.${endpoint}.globex`, { serviceCallId: "globex-q-1" });

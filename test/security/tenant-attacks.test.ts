@@ -36,7 +36,11 @@ beforeAll(async () => {
   globexEvents = await DueEventCollector.start(stack.globex, "globex");
   // TIMER_EVENTS holds an event, so that a purge or delete of it would show.
   await globexEvents.fired(await scheduleTimers(stack.globex, "globex", "warm-up", 1, 0));
-  await stack.jsm.consumers.add("TIMER_EVENTS", { durable_name: GLOBEX_CONSUMER, ack_policy: AckPolicy.Explicit, filter_subject: "timer.events.*.globex" });
+  await stack.jsm.consumers.add("TIMER_EVENTS", {
+    durable_name: GLOBEX_CONSUMER,
+    ack_policy: AckPolicy.Explicit,
+    filter_subject: "timer.events.*.globex",
+  });
   await service.kill("SIGTERM");
 });
 
@@ -177,20 +181,25 @@ describe("direct attempts by acme", () => {
   it("when acme forges a DueTimeReached on globex's or its own event subject, then the server refuses both and globex receives no forgery", async () => {
     const forged = JSON.stringify({ type: "DueTimeReached", tenantId: "globex", payload: { tenantId: "globex", serviceCallId: "forged" } });
     await globexTimersSurvive("forge", async () => {
-      expect(await requestError(stack.acme, "timer.events.due.globex", forged)).toMatch(/permissions violation for publish to "timer\.events\.due\.globex"/i);
+      expect(await requestError(stack.acme, "timer.events.due.globex", forged)).toMatch(
+        /permissions violation for publish to "timer\.events\.due\.globex"/i,
+      );
       expect(await requestError(stack.acme, "timer.events.due.acme", forged)).toMatch(/permissions violation for publish/i);
     });
     expect(globexEvents.raw.some((text) => text.includes('"forged"'))).toBe(false);
   });
 
-  it.each(["timer.events.due.globex", "timer.events.>", "$SYS.>"])("when acme subscribes to %s, then the server closes the subscription and globex's timers fire", async (subject) => {
-    await globexTimersSurvive(`subscribe-${subject}`, async () => {
-      const sub = stack.acme.subscribe(subject);
-      const closedWith = await Promise.race([sub.closed, new Promise<string>((r) => setTimeout(() => r("still open"), 5_000))]);
+  it.each(["timer.events.due.globex", "timer.events.>", "$SYS.>"])(
+    "when acme subscribes to %s, then the server closes the subscription and globex's timers fire",
+    async (subject) => {
+      await globexTimersSurvive(`subscribe-${subject}`, async () => {
+        const sub = stack.acme.subscribe(subject);
+        const closedWith = await Promise.race([sub.closed, new Promise<string>((r) => setTimeout(() => r("still open"), 5_000))]);
 
-      expect(String(closedWith)).toMatch(/permissions violation for subscription/i);
-    });
-  });
+        expect(String(closedWith)).toMatch(/permissions violation for subscription/i);
+      });
+    },
+  );
 
   it.each(["$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT.PING.CONNZ", "timer.query.get.globex"])(
     "when acme requests %s, then it is refused and globex's timers fire",

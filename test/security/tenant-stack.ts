@@ -66,10 +66,21 @@ export function scheduleTimer(tenant: Tenant, serviceCallId: string, dueInMs: nu
 }
 
 /** Schedules timers for `tenant` with a JetStream publish each (ack awaited); returns their ids. */
-export async function scheduleTimers(nc: NatsConnection, tenant: Tenant, label: string, count: number, dueInMs: number, msgID?: string): Promise<string[]> {
+export async function scheduleTimers(
+  nc: NatsConnection,
+  tenant: Tenant,
+  label: string,
+  count: number,
+  dueInMs: number,
+  msgID?: string,
+): Promise<string[]> {
   const ids = Array.from({ length: count }, (_, i) => `${label}-${i + 1}`);
   for (const id of ids) {
-    const ack = await jetstream(nc).publish(`timer.commands.schedule.${tenant}`, scheduleTimer(tenant, id, dueInMs), msgID === undefined ? undefined : { msgID });
+    const ack = await jetstream(nc).publish(
+      `timer.commands.schedule.${tenant}`,
+      scheduleTimer(tenant, id, dueInMs),
+      msgID === undefined ? undefined : { msgID },
+    );
     if (ack.duplicate) throw new Error(`the stream took ${id} for a duplicate`);
   }
   return ids;

@@ -62,7 +62,9 @@ function ensureImage(image: string, containerfile: string): Promise<void> {
         if (!/no such image|not found|404/i.test(String(error))) throw error;
       }
       if (process.env.TIMER_TEST_BUILD_IMAGES === "0") {
-        throw new Error(`image ${image} is missing and TIMER_TEST_BUILD_IMAGES=0; build it with scripts/containers/prove-testcontainers.sh --build-only`);
+        throw new Error(
+          `image ${image} is missing and TIMER_TEST_BUILD_IMAGES=0; build it with scripts/containers/prove-testcontainers.sh --build-only`,
+        );
       }
       await GenericContainer.fromDockerfile(CONTAINERFILES_DIR, containerfile)
         .withBuildArgs({ BASE: BASE_IMAGE })
@@ -88,7 +90,11 @@ function hostUser(): string | undefined {
  * process's environment (a local nats-server inherits them). Files the config `include`s are not
  * copied.
  */
-function containerArgs(extraArgs: readonly string[]): { args: string[]; files: { source: string; target: string; mode: number }[]; env: Record<string, string> } {
+function containerArgs(extraArgs: readonly string[]): {
+  args: string[];
+  files: { source: string; target: string; mode: number }[];
+  env: Record<string, string>;
+} {
   const args: string[] = [];
   const files: { source: string; target: string; mode: number }[] = [];
   const env: Record<string, string> = {};

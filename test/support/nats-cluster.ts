@@ -40,13 +40,20 @@ export class NatsClusterNode {
     if (this.child !== undefined) throw new Error(`${this.name} is already running`);
     const args = [
       "-js",
-      "-a", "127.0.0.1",
-      "-p", String(this.port),
-      "-n", this.name,
-      "--cluster_name", this.clusterName,
-      "-cluster", `nats://127.0.0.1:${this.clusterPort}`,
-      "-routes", this.routes.map((port) => `nats://127.0.0.1:${port}`).join(","),
-      "-sd", this.storeDir,
+      "-a",
+      "127.0.0.1",
+      "-p",
+      String(this.port),
+      "-n",
+      this.name,
+      "--cluster_name",
+      this.clusterName,
+      "-cluster",
+      `nats://127.0.0.1:${this.clusterPort}`,
+      "-routes",
+      this.routes.map((port) => `nats://127.0.0.1:${port}`).join(","),
+      "-sd",
+      this.storeDir,
     ];
     const child = spawn(process.env.NATS_SERVER_BIN ?? "nats-server", args, { stdio: ["ignore", "ignore", "pipe"] });
     this.child = child;
@@ -54,7 +61,9 @@ export class NatsClusterNode {
     child.stderr?.on("data", (chunk: Buffer) => {
       this.stderr = (this.stderr + chunk.toString()).slice(-20_000);
     });
-    const exited = new Promise<never>((_, reject) => child.once("exit", (code) => reject(new Error(`${this.name} exited with ${code}: ${this.stderr}`))));
+    const exited = new Promise<never>((_, reject) =>
+      child.once("exit", (code) => reject(new Error(`${this.name} exited with ${code}: ${this.stderr}`))),
+    );
     exited.catch(() => undefined);
     await Promise.race([waitForPort(this.port, 10_000, this.name), exited]);
   }
@@ -87,7 +96,14 @@ export class NatsCluster {
     const clusterPorts = ports.slice(size);
     const nodes = Array.from({ length: size }, (_, i) => {
       const storeDir = mkdtempSync(join(tmpdir(), `timer-nats-c${i}-`));
-      return new NatsClusterNode(`n${i}`, ports[i]!, clusterPorts[i]!, storeDir, clusterName, clusterPorts.filter((_, j) => j !== i));
+      return new NatsClusterNode(
+        `n${i}`,
+        ports[i]!,
+        clusterPorts[i]!,
+        storeDir,
+        clusterName,
+        clusterPorts.filter((_, j) => j !== i),
+      );
     });
     const cluster = new NatsCluster(nodes);
     try {
@@ -115,7 +131,9 @@ export class NatsCluster {
     for (const node of nodes) {
       let last: unknown;
       for (;;) {
-        const connection = await connect({ servers: node.url, reconnect: false, timeout: 1_000 }).catch((error: unknown) => ((last = error), undefined));
+        const connection = await connect({ servers: node.url, reconnect: false, timeout: 1_000 }).catch(
+          (error: unknown) => ((last = error), undefined),
+        );
         if (connection !== undefined) {
           try {
             const jsm = await jetstreamManager(connection, { timeout: 1_000 });

@@ -30,7 +30,12 @@ export function normalizeSeries(series: string): string {
 
 /** One sample's key from a name and labels. */
 export function series(name: string, labels: Record<string, string> = {}): string {
-  return key(name, Object.entries(labels).map(([label, value]) => `${label}="${value}"`).join(","));
+  return key(
+    name,
+    Object.entries(labels)
+      .map(([label, value]) => `${label}="${value}"`)
+      .join(","),
+  );
 }
 
 /** Every sample of the service at `baseUrl`. */

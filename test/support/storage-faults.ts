@@ -185,9 +185,13 @@ export class WriteFaultInjector {
 
   static async attach(pid: number, errno = "EROFS"): Promise<WriteFaultInjector> {
     const syscalls = "pwrite64,pwritev,pwritev2,ftruncate,fallocate";
-    const child = spawn("strace", ["-f", "-p", String(pid), "-o", "/dev/null", "-e", `trace=${syscalls}`, "-e", `inject=${syscalls}:error=${errno}`], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const child = spawn(
+      "strace",
+      ["-f", "-p", String(pid), "-o", "/dev/null", "-e", `trace=${syscalls}`, "-e", `inject=${syscalls}:error=${errno}`],
+      {
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
     const injector = new WriteFaultInjector(child);
     const deadline = Date.now() + 5_000;
     while (!injector.stderr.includes("attached")) {
@@ -285,7 +289,10 @@ export class HttpProbe {
    * Answers in [fromMs, toMs): how many, by status (0 = failed or timed out), the slowest, and how
    * long in total requests were waiting 1 s or more (the time the server did not answer).
    */
-  stats(fromMs: number, toMs: number): { answers: number; statuses: Record<number, number>; maxLatencyMs: number; waits1sOrMore: number; unansweredMs: number } {
+  stats(
+    fromMs: number,
+    toMs: number,
+  ): { answers: number; statuses: Record<number, number>; maxLatencyMs: number; waits1sOrMore: number; unansweredMs: number } {
     const samples = this.answeredBetween(fromMs, toMs);
     const statuses: Record<number, number> = {};
     for (const s of samples) statuses[s.status] = (statuses[s.status] ?? 0) + 1;
@@ -343,7 +350,10 @@ export class CommandQueue {
 export function readTimerStates(dbPath: string, tenantId: string): Map<string, string> {
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   try {
-    const rows = db.prepare("SELECT service_call_id AS id, state FROM timer_schedules WHERE tenant_id = ?").all(tenantId) as { id: string; state: string }[];
+    const rows = db.prepare("SELECT service_call_id AS id, state FROM timer_schedules WHERE tenant_id = ?").all(tenantId) as {
+      id: string;
+      state: string;
+    }[];
     return new Map(rows.map((row) => [row.id, row.state]));
   } finally {
     db.close();

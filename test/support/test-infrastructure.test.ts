@@ -90,6 +90,8 @@ describe.skipIf(path === "local" && !localPostgresAvailable())(`Postgres from th
     await query("CREATE TABLE kept (id int); INSERT INTO kept VALUES (7)");
     await postgres.stop(true);
     await postgres.restart();
-    expect(await query("SELECT id, current_database() AS db, current_user AS who FROM kept")).toEqual([{ id: 7, db: "test", who: "postgres" }]);
+    expect(await query("SELECT id, current_database() AS db, current_user AS who FROM kept")).toEqual([
+      { id: 7, db: "test", who: "postgres" },
+    ]);
   });
 });

@@ -127,9 +127,13 @@ export class LocalNatsServer implements NatsServer {
   async restart(): Promise<void> {
     if (this.child !== undefined) throw new Error("nats-server is already running");
     const bin = process.env.NATS_SERVER_BIN ?? "nats-server";
-    const child = spawn(bin, [...(this.jetstream ? ["-js"] : []), "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.storeDir, ...this.extraArgs], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const child = spawn(
+      bin,
+      [...(this.jetstream ? ["-js"] : []), "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.storeDir, ...this.extraArgs],
+      {
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
     this.child = child;
     await untilListeningOrExit(child, "nats-server", this.port);
   }
@@ -289,7 +293,8 @@ export async function waitForPostgres(url: string, timeoutMs: number): Promise<v
       await client.query("SELECT 1");
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`postgres did not answer at ${url} within ${timeoutMs} ms: ${String(error)}`, { cause: error });
+      if (Date.now() > deadline)
+        throw new Error(`postgres did not answer at ${url} within ${timeoutMs} ms: ${String(error)}`, { cause: error });
     } finally {
       await client.end().catch(() => undefined);
     }

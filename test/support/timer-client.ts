@@ -44,7 +44,12 @@ export class TimerClient {
       } catch {
         body = { unparsable: message.string() };
       }
-      const event: ReceivedEvent = { subject: message.subject, msgId: message.headers?.get("Nats-Msg-Id") || undefined, body, receivedAtMs: Date.now() };
+      const event: ReceivedEvent = {
+        subject: message.subject,
+        msgId: message.headers?.get("Nats-Msg-Id") || undefined,
+        body,
+        receivedAtMs: Date.now(),
+      };
       this.events.push(event);
       this.waiters = this.waiters.filter((waiter) => {
         if (!waiter.predicate(event)) return true;
@@ -84,7 +89,11 @@ export class TimerClient {
   }
 
   /** Publishes a CancelTimer envelope. */
-  async cancel(tenantId: string, serviceCallId: string, options: { timestampMs?: number; id?: string; correlationId?: string } = {}): Promise<void> {
+  async cancel(
+    tenantId: string,
+    serviceCallId: string,
+    options: { timestampMs?: number; id?: string; correlationId?: string } = {},
+  ): Promise<void> {
     const envelope = {
       id: options.id ?? `cmd-${++commandCounter}`,
       type: "CancelTimer",
@@ -112,7 +121,10 @@ export class TimerClient {
 
   /** Waits for the DueTimeReached of one timer. */
   waitForDue(tenantId: string, serviceCallId: string, timeoutMs?: number): Promise<ReceivedEvent> {
-    return this.waitFor((e) => e.body.type === "DueTimeReached" && e.body.payload?.tenantId === tenantId && e.body.payload?.serviceCallId === serviceCallId, timeoutMs);
+    return this.waitFor(
+      (e) => e.body.type === "DueTimeReached" && e.body.payload?.tenantId === tenantId && e.body.payload?.serviceCallId === serviceCallId,
+      timeoutMs,
+    );
   }
 
   /** Waits for the CommandRejected whose payload.subject is `subject`. */
@@ -122,7 +134,9 @@ export class TimerClient {
 
   /** Events of one type received so far, optionally for one serviceCallId. */
   received(type: string, serviceCallId?: string): ReceivedEvent[] {
-    return this.events.filter((e) => e.body.type === type && (serviceCallId === undefined || e.body.payload?.serviceCallId === serviceCallId));
+    return this.events.filter(
+      (e) => e.body.type === type && (serviceCallId === undefined || e.body.payload?.serviceCallId === serviceCallId),
+    );
   }
 
   async close(): Promise<void> {

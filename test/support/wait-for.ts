@@ -5,7 +5,13 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `condition` every `everyMs` until it holds; fails after `timeoutMs` naming `what` and the last observation. */
-export async function waitFor<T>(probe: () => Promise<T> | T, condition: (value: T) => boolean, timeoutMs: number, what: string, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T> | T,
+  condition: (value: T) => boolean,
+  timeoutMs: number,
+  what: string,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   for (;;) {

@@ -209,9 +209,12 @@ describe("loadConfig: the result", () => {
 });
 
 describe("loadConfig: transport and launch", () => {
-  it.each(["ws://a:8080", "wss://a:443"])("when TIMER_BROKER_URL is the websocket URL %s, then loading fails naming it (the Node transport speaks TCP)", (url) => {
-    expect(configError({ TIMER_BROKER_URL: url }).variable).toBe("TIMER_BROKER_URL");
-  });
+  it.each(["ws://a:8080", "wss://a:443"])(
+    "when TIMER_BROKER_URL is the websocket URL %s, then loading fails naming it (the Node transport speaks TCP)",
+    (url) => {
+      expect(configError({ TIMER_BROKER_URL: url }).variable).toBe("TIMER_BROKER_URL");
+    },
+  );
 
   it("when npm runs the start script, then the service ends with npm; under any other npm script it does not", () => {
     expect(loadConfig({ npm_lifecycle_event: "start" }).launchedByNpmStart).toBe(true);

@@ -57,7 +57,11 @@ export async function burst(ctx: BenchContext): Promise<Record<string, unknown>>
     return r;
   });
   const [stored] = await Promise.all([
-    waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 600_000, what: "burst commands stored", published: () => published }),
+    waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, {
+      timeoutMs: 600_000,
+      what: "burst commands stored",
+      published: () => published,
+    }),
     publishing,
   ]);
   const pending = await waitUntil(

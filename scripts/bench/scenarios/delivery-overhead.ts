@@ -47,7 +47,13 @@ export async function deliveryOverhead(ctx: BenchContext): Promise<Record<string
     const events = new DueEventCollector(ctx, client.nc, `timer.events.due.${tenantId}`);
     const dueAtMs = Date.now() + budgetMs;
     const schedules = Array.from({ length: n }, (_, i) =>
-      command("schedule", "ScheduleTimer", tenantId, { serviceCallId: callId("d", i), dueAt: new Date(dueAtMs).toISOString(), ...(tracked ? { delivery: DELIVERY } : {}) }, i),
+      command(
+        "schedule",
+        "ScheduleTimer",
+        tenantId,
+        { serviceCallId: callId("d", i), dueAt: new Date(dueAtMs).toISOString(), ...(tracked ? { delivery: DELIVERY } : {}) },
+        i,
+      ),
     );
     const ingestCpu = new CpuMeter(pids);
     await publishAll(client.nc, schedules, { inFlight: 2_000, timeoutMs: budgetMs + 60_000, label: `${tenantId} ingest` });
@@ -60,13 +66,17 @@ export async function deliveryOverhead(ctx: BenchContext): Promise<Record<string
     const fire = fireCpu.read(n);
     let report: Record<string, number> | undefined;
     if (tracked) {
-      const reports = Array.from({ length: n }, (_, i) => command("complete", "TimerCompleted", tenantId, { serviceCallId: callId("d", i), result: "ok" }, i));
+      const reports = Array.from({ length: n }, (_, i) =>
+        command("complete", "TimerCompleted", tenantId, { serviceCallId: callId("d", i), result: "ok" }, i),
+      );
       const reportCpu = new CpuMeter(pids);
       await publishAll(client.nc, reports, { inFlight: 2_000, timeoutMs: 120_000, label: `${tenantId} reports` });
       await waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 120_000, what: `${tenantId} reports stored` });
       report = reportCpu.read(n);
     }
-    ctx.log(`${tenantId}: ingest ${ingest.serviceUsPerItem} µs/command, fire ${fire.serviceUsPerItem} µs/event${report === undefined ? "" : `, report ${report.serviceUsPerItem} µs/report`}${valid ? "" : " (ingest ran past the due time: invalid)"}`);
+    ctx.log(
+      `${tenantId}: ingest ${ingest.serviceUsPerItem} µs/command, fire ${fire.serviceUsPerItem} µs/event${report === undefined ? "" : `, report ${report.serviceUsPerItem} µs/report`}${valid ? "" : " (ingest ran past the due time: invalid)"}`,
+    );
     return { valid, ingest, fire, ...(report === undefined ? {} : { report }) };
   };
 

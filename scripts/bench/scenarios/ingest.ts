@@ -126,7 +126,11 @@ async function measure(
     return r;
   });
   const drained = await Promise.all([
-    waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 600_000, what: `ingest ${label} drained`, published: () => published }),
+    waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, {
+      timeoutMs: 600_000,
+      what: `ingest ${label} drained`,
+      published: () => published,
+    }),
     publishing,
   ]);
   const [{ perfMs: drainedPerf }, pub] = drained;
@@ -178,6 +182,14 @@ async function measureBacklog(
   ctx.profileWindows.push({ label: serviceLabel, name: "ingest backlog", fromUs, toUs: monoUs() });
   const started = await restarting;
   const seconds = (drained.perfMs - first.perfMs) / 1000;
-  ctx.log(`backlog: ${n} commands in ${seconds.toFixed(2)} s → ${Math.round(n / seconds)}/s (service busy ${cpuRead.serviceBusy ?? "?"} cores)`);
-  return { commandsPerSec: Math.round(n / seconds), seconds: round(seconds, 2), startupS: round(started.startupS, 2), serviceCoreBoundPerSec: serviceCoreBoundPerSec(cpuRead), cpu: cpuRead };
+  ctx.log(
+    `backlog: ${n} commands in ${seconds.toFixed(2)} s → ${Math.round(n / seconds)}/s (service busy ${cpuRead.serviceBusy ?? "?"} cores)`,
+  );
+  return {
+    commandsPerSec: Math.round(n / seconds),
+    seconds: round(seconds, 2),
+    startupS: round(started.startupS, 2),
+    serviceCoreBoundPerSec: serviceCoreBoundPerSec(cpuRead),
+    cpu: cpuRead,
+  };
 }

@@ -74,12 +74,24 @@ interface Running {
 }
 
 /** A fresh nats-server and the deployment's services for one measurement, torn down after it. */
-async function inDeployment<T>(ctx: BenchContext, deployment: Deployment, phase: string, body: (running: Running) => Promise<T>): Promise<T> {
+async function inDeployment<T>(
+  ctx: BenchContext,
+  deployment: Deployment,
+  phase: string,
+  body: (running: Running) => Promise<T>,
+): Promise<T> {
   const scope = new Scope(`${ctx.scope.name}/${deployment.store}x${deployment.instances}/${phase}`);
   const sub: BenchContext = { ...ctx, scope };
   try {
     const nats = await startNats(sub);
-    const services = await startServices(sub, nats.url, `${deployment.store}x${deployment.instances}-${phase}`, deployment.store, deployment.instances, { TIMER_LOG_LEVEL: "warn" });
+    const services = await startServices(
+      sub,
+      nats.url,
+      `${deployment.store}x${deployment.instances}-${phase}`,
+      deployment.store,
+      deployment.instances,
+      { TIMER_LOG_LEVEL: "warn" },
+    );
     const client = await BenchClient.connect(sub, nats.url);
     const pids = { ...Object.fromEntries(services.map((service, i) => [`service${i}`, service.pid])), nats: natsPid(nats) };
     return await body({ client, pids });
@@ -92,12 +104,20 @@ async function measureIngest(ctx: BenchContext, { client, pids }: Running): Prom
   const n = scaled(ctx, 100_000);
   const random = prng(0x9);
   const base = Date.now() + INGEST_DUE_AHEAD_MS;
-  const messages = Array.from({ length: n }, (_, i) => scheduleMessage("bench-ingest", callId("i", i), base + Math.floor(random() * 86_400_000)));
+  const messages = Array.from({ length: n }, (_, i) =>
+    scheduleMessage("bench-ingest", callId("i", i), base + Math.floor(random() * 86_400_000)),
+  );
   const cpu = new Cost(pids);
   let published = false;
-  const publishing = publishAll(client.nc, messages, { inFlight: IN_FLIGHT, timeoutMs: 600_000, label: "ingest" }).then((r) => ((published = true), r));
+  const publishing = publishAll(client.nc, messages, { inFlight: IN_FLIGHT, timeoutMs: 600_000, label: "ingest" }).then(
+    (r) => ((published = true), r),
+  );
   const [drained, sent] = await Promise.all([
-    waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 600_000, what: "ingest stored", published: () => published }),
+    waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, {
+      timeoutMs: 600_000,
+      what: "ingest stored",
+      published: () => published,
+    }),
     publishing,
   ]);
   const seconds = (drained.perfMs - sent.firstPerfMs) / 1000;
@@ -105,7 +125,11 @@ async function measureIngest(ctx: BenchContext, { client, pids }: Running): Prom
   return { commands: n, seconds: round(seconds, 2), commandsPerSec: Math.round(n / seconds), cpu: cpu.read(n) };
 }
 
-async function measureBurst(ctx: BenchContext, { client, pids }: Running, ingestPerSec: number | undefined): Promise<Record<string, unknown>> {
+async function measureBurst(
+  ctx: BenchContext,
+  { client, pids }: Running,
+  ingestPerSec: number | undefined,
+): Promise<Record<string, unknown>> {
   const n = scaled(ctx, 100_000);
   const tenant = "bench-burst";
   const events = new DueEventCollector(ctx, client.nc, `timer.events.due.${tenant}`);
@@ -114,9 +138,15 @@ async function measureBurst(ctx: BenchContext, { client, pids }: Running, ingest
   const dueAtMs = Math.ceil((Date.now() + BURST_MARGIN_MS + (n / rate) * 1000) / 1000) * 1000;
   const messages = Array.from({ length: n }, (_, i) => scheduleMessage(tenant, callId("b", i), dueAtMs));
   let published = false;
-  const publishing = publishAll(client.nc, messages, { inFlight: IN_FLIGHT, timeoutMs: 600_000, label: "burst ingest" }).then((r) => ((published = true), r));
+  const publishing = publishAll(client.nc, messages, { inFlight: IN_FLIGHT, timeoutMs: 600_000, label: "burst ingest" }).then(
+    (r) => ((published = true), r),
+  );
   const [stored] = await Promise.all([
-    waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 600_000, what: "burst stored", published: () => published }),
+    waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, {
+      timeoutMs: 600_000,
+      what: "burst stored",
+      published: () => published,
+    }),
     publishing,
   ]);
   const storedBeforeDueMs = dueAtMs - stored.atMs;
@@ -126,7 +156,9 @@ async function measureBurst(ctx: BenchContext, { client, pids }: Running, ingest
   await events.waitFor(n, 300_000, "burst");
   const cost = cpu.read(n);
   const seconds = (events.lastAtMs! - dueAtMs) / 1000;
-  ctx.log(`burst: last of ${n} events ${seconds.toFixed(2)} s after the due instant${valid ? "" : " (ingest not finished 0.5 s before: invalid)"}`);
+  ctx.log(
+    `burst: last of ${n} events ${seconds.toFixed(2)} s after the due instant${valid ? "" : " (ingest not finished 0.5 s before: invalid)"}`,
+  );
   return {
     timers: n,
     valid,
@@ -181,7 +213,8 @@ function compare(results: Record<string, unknown>): Record<string, unknown> {
     const value = path(results[name]);
     return typeof value === "number" && value > 0 ? value : undefined;
   };
-  const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined || b === undefined ? undefined : round(a / b, 2));
+  const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
+    a === undefined || b === undefined ? undefined : round(a / b, 2);
   const ingest = (name: string) => figure(name, (r) => r?.ingest?.commandsPerSec);
   // Burst as a rate (timers per second of the whole burst), so that higher is better like ingest.
   const burstRate = (name: string) => {
@@ -191,8 +224,14 @@ function compare(results: Record<string, unknown>): Record<string, unknown> {
   };
   return {
     ingestVsOnePostgres: { x2: ratio(ingest("postgresx2"), ingest("postgresx1")), x3: ratio(ingest("postgresx3"), ingest("postgresx1")) },
-    burstRateVsOnePostgres: { x2: ratio(burstRate("postgresx2"), burstRate("postgresx1")), x3: ratio(burstRate("postgresx3"), burstRate("postgresx1")) },
-    onePostgresVsSqlite: { ingest: ratio(ingest("postgresx1"), ingest("sqlitex1")), burstRate: ratio(burstRate("postgresx1"), burstRate("sqlitex1")) },
+    burstRateVsOnePostgres: {
+      x2: ratio(burstRate("postgresx2"), burstRate("postgresx1")),
+      x3: ratio(burstRate("postgresx3"), burstRate("postgresx1")),
+    },
+    onePostgresVsSqlite: {
+      ingest: ratio(ingest("postgresx1"), ingest("sqlitex1")),
+      burstRate: ratio(burstRate("postgresx1"), burstRate("sqlitex1")),
+    },
   };
 }
 

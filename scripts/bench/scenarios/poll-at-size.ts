@@ -78,7 +78,10 @@ export function pollAtSize(pendingFull: number, name: string) {
     const after = await scrape(service);
     const cpuRead = cpu.read();
     const memory = memoryOf(service.pid);
-    const polls = histogramDelta(histogramOf(before, "timer_polling_duration_seconds"), histogramOf(after, "timer_polling_duration_seconds"));
+    const polls = histogramDelta(
+      histogramOf(before, "timer_polling_duration_seconds"),
+      histogramOf(after, "timer_polling_duration_seconds"),
+    );
     const p99 = histogramQuantile(polls, 0.99);
     const p50 = histogramQuantile(polls, 0.5);
     const lags = events.bodies.flatMap(({ receivedAtMs, body }) => {
@@ -86,7 +89,9 @@ export function pollAtSize(pendingFull: number, name: string) {
       return dueAtMs === undefined ? [] : [receivedAtMs - dueAtMs];
     });
     const rssMB = round(metricSum(after, "process_resident_memory_bytes") / 1048576);
-    ctx.log(`${polls.count} polls: p50 ${p50 === undefined ? "?" : (p50.value * 1000).toFixed(2)} ms, p99 ${p99 === undefined ? "?" : (p99.value * 1000).toFixed(2)} ms; RSS ${rssMB} MB`);
+    ctx.log(
+      `${polls.count} polls: p50 ${p50 === undefined ? "?" : (p50.value * 1000).toFixed(2)} ms, p99 ${p99 === undefined ? "?" : (p99.value * 1000).toFixed(2)} ms; RSS ${rssMB} MB`,
+    );
     await stopService(service);
     return {
       pending,

@@ -72,7 +72,11 @@ async function queryLoad(client: BenchClient, tenant: string, count: number, per
       endpoint === "get"
         ? { serviceCallId: callId("p", Math.floor(Math.random() * count)) }
         : endpoint === "list"
-          ? { state: "Scheduled", limit: 100, dueAfter: new Date(Date.now() + 86_400_000 + Math.floor(Math.random() * 20 * 86_400_000)).toISOString() }
+          ? {
+              state: "Scheduled",
+              limit: 100,
+              dueAfter: new Date(Date.now() + 86_400_000 + Math.floor(Math.random() * 20 * 86_400_000)).toISOString(),
+            }
           : {};
     const started = performance.now();
     inFlight.push(
@@ -102,7 +106,13 @@ export async function queriesAt1M(ctx: BenchContext): Promise<Record<string, unk
   const client = await BenchClient.connect(ctx, nats.url);
   const base = Date.now() + 86_400_000;
   const span = 30 * 86_400_000;
-  const { populate } = await withRowsInserted(ctx, service, { count, tenantId: "bench-q", idPrefix: "p", dueAtMs: (i) => base + Math.floor((i * span) / count), label: "queriesAt1M" });
+  const { populate } = await withRowsInserted(ctx, service, {
+    count,
+    tenantId: "bench-q",
+    idPrefix: "p",
+    dueAtMs: (i) => base + Math.floor((i * span) / count),
+    label: "queriesAt1M",
+  });
   await restartService(service);
   await sleep(2_000);
 
@@ -129,7 +139,9 @@ export async function queriesAt1M(ctx: BenchContext): Promise<Record<string, unk
     fireLagUnderQueriesMs: p(busy),
     queriesCounted: metricSum(after, "timer_queries_total"),
   };
-  ctx.log(`get p99 ${result.getMs?.p99} ms, list p99 ${result.list100Ms?.p99} ms, stats p99 ${result.statsMs?.p99} ms; fire lag p99 ${result.fireLagWithoutQueriesMs?.p99} → ${result.fireLagUnderQueriesMs?.p99} ms`);
+  ctx.log(
+    `get p99 ${result.getMs?.p99} ms, list p99 ${result.list100Ms?.p99} ms, stats p99 ${result.statsMs?.p99} ms; fire lag p99 ${result.fireLagWithoutQueriesMs?.p99} → ${result.fireLagUnderQueriesMs?.p99} ms`,
+  );
   return result;
 }
 
@@ -144,7 +156,8 @@ function populateFinal(dbPath: string, count: number, ageMs: number): number {
       "INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, command_ts, registered_at, reached_at, updated_at) VALUES ('bench-old', ?, 'Reached', ?, ?, ?, ?, ?)",
     );
     const range = db.transaction((from: number, to: number) => {
-      for (let i = from; i < to; i++) insert.run(callId("old", i), changedAt - 1_000, changedAt - 2_000, changedAt - 2_000, changedAt, changedAt);
+      for (let i = from; i < to; i++)
+        insert.run(callId("old", i), changedAt - 1_000, changedAt - 2_000, changedAt - 2_000, changedAt, changedAt);
     });
     for (let from = 0; from < count; from += 100_000) range(from, Math.min(count, from + 100_000));
     db.pragma("wal_checkpoint(TRUNCATE)");
@@ -188,6 +201,8 @@ export async function retentionSweep(ctx: BenchContext): Promise<Record<string, 
     deletedDuringWindow: deletedInWindow,
     deletedPerSec: Math.round(deletedInWindow / windowS),
   };
-  ctx.log(`fire lag p99 ${lagWithout?.p99} ms without, ${lagDuring?.p99} ms during the sweep; ${deletedInWindow} rows deleted (${result.deletedPerSec}/s)`);
+  ctx.log(
+    `fire lag p99 ${lagWithout?.p99} ms without, ${lagDuring?.p99} ms during the sweep; ${deletedInWindow} rows deleted (${result.deletedPerSec}/s)`,
+  );
   return result;
 }

@@ -62,10 +62,14 @@ export async function rawCeiling(ctx: BenchContext): Promise<Record<string, unkn
   ctx.log(`published ${n} in ${publishS.toFixed(2)} s → ${Math.round(n / publishS)}/s`);
 
   // 2. consume the backlog in a separate process
-  const child = spawn(process.execPath, ["--import", "tsx", resolve(REPO_ROOT, "scripts/bench/raw-consumer.ts"), nats.url, STREAM, DURABLE, String(2 * n), String(n), "600"], {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", resolve(REPO_ROOT, "scripts/bench/raw-consumer.ts"), nats.url, STREAM, DURABLE, String(2 * n), String(n), "600"],
+    {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   ctx.scope.defer(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });
@@ -81,7 +85,9 @@ export async function rawCeiling(ctx: BenchContext): Promise<Record<string, unkn
       // not ours
     }
   });
-  const exited = new Promise<never>((_, reject) => child.once("exit", (code) => reject(new Error(`raw consumer exited with ${code}: ${childErr}`))));
+  const exited = new Promise<never>((_, reject) =>
+    child.once("exit", (code) => reject(new Error(`raw consumer exited with ${code}: ${childErr}`))),
+  );
   exited.catch(() => undefined);
   const nextLine = (index: number, what: string): Promise<Record<string, number>> =>
     withTimeout(
@@ -120,7 +126,11 @@ export async function rawCeiling(ctx: BenchContext): Promise<Record<string, unkn
     published = true;
     return r;
   });
-  const drained = await waitConsumerDrained(client, STREAM, DURABLE, { timeoutMs: 300_000, what: "raw pipeline drained", published: () => published });
+  const drained = await waitConsumerDrained(client, STREAM, DURABLE, {
+    timeoutMs: 300_000,
+    what: "raw pipeline drained",
+    published: () => published,
+  });
   const p3r = await p3;
   const pipelineCpu = cpu.read(n);
   const pipelineS = (drained.perfMs - p3r.firstPerfMs) / 1000;

@@ -53,7 +53,9 @@ export async function recovery(ctx: BenchContext): Promise<Record<string, unknow
   const lastAtMs = events.lastAtMs!;
   const fromStartS = (lastAtMs - started.spawnedAtMs) / 1000;
   const fromReadyS = (lastAtMs - started.readyAtMs) / 1000;
-  ctx.log(`${n} overdue drained ${fromStartS.toFixed(2)} s after spawn, ${fromReadyS.toFixed(2)} s after ready (service busy ${cpuRead.serviceBusy ?? "?"} cores)`);
+  ctx.log(
+    `${n} overdue drained ${fromStartS.toFixed(2)} s after spawn, ${fromReadyS.toFixed(2)} s after ready (service busy ${cpuRead.serviceBusy ?? "?"} cores)`,
+  );
   const processed = metricSum(await scrape(service), "timer_schedules_processed_total");
   const memory = memoryOf(service.pid);
   await stopService(service);

@@ -81,12 +81,21 @@ export async function recurringLoad(ctx: BenchContext): Promise<Record<string, u
   const ingestBudgetMs = Math.max(10_000, Math.ceil(n / 5_000) * 1_000);
   const baseMs = Date.now() + ingestBudgetMs;
   const timestampMs = Date.now();
-  const messages = Array.from({ length: n }, (_, i) => recurringMessage(callId("rec", i), baseMs + Math.floor((i * EVERY_MS) / n), timestampMs));
-  ctx.log(`${n} recurring timers every ${EVERY_MS / 1000} s (${Math.round((n * 1000) / EVERY_MS)} occurrences/s) from ${new Date(baseMs).toISOString()}`);
+  const messages = Array.from({ length: n }, (_, i) =>
+    recurringMessage(callId("rec", i), baseMs + Math.floor((i * EVERY_MS) / n), timestampMs),
+  );
+  ctx.log(
+    `${n} recurring timers every ${EVERY_MS / 1000} s (${Math.round((n * 1000) / EVERY_MS)} occurrences/s) from ${new Date(baseMs).toISOString()}`,
+  );
   await publishAll(client.nc, messages, { inFlight: 2_000, timeoutMs: ingestBudgetMs + 60_000, label: "recurringLoad ingest" });
-  const drained = await waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 120_000, what: "recurring commands stored" });
+  const drained = await waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, {
+    timeoutMs: 120_000,
+    what: "recurring commands stored",
+  });
   const valid = drained.atMs < baseMs;
-  ctx.log(`stored ${n} timers ${valid ? `${Math.round(baseMs - drained.atMs)} ms before the first occurrence` : "AFTER the first occurrence (invalid run)"}`);
+  ctx.log(
+    `stored ${n} timers ${valid ? `${Math.round(baseMs - drained.atMs)} ms before the first occurrence` : "AFTER the first occurrence (invalid run)"}`,
+  );
 
   // Measure one interval after the start (the first round catches up the ingest), for holdMs.
   windowStartMs = baseMs + EVERY_MS;
@@ -99,15 +108,27 @@ export async function recurringLoad(ctx: BenchContext): Promise<Record<string, u
 
   // One prefix cancel for all of them: the background sweep's rate.
   const cancelAt = performance.now();
-  const cancel = { id: `cancel@${Date.now()}`, type: "CancelTimersByPrefix", tenantId: TENANT, timestampMs: Date.now(), payload: { tenantId: TENANT, serviceCallIdPrefix: "rec-" } };
+  const cancel = {
+    id: `cancel@${Date.now()}`,
+    type: "CancelTimersByPrefix",
+    tenantId: TENANT,
+    timestampMs: Date.now(),
+    payload: { tenantId: TENANT, serviceCallIdPrefix: "rec-" },
+  };
   await client.js.publish(`timer.commands.cancelprefix.${TENANT}`, JSON.stringify(cancel));
-  await waitUntil(async () => metricSum(await scrape(service), "timer_schedules_pending") === 0, { timeoutMs: 300_000, intervalMs: 250, what: "every recurring timer cancelled" });
+  await waitUntil(async () => metricSum(await scrape(service), "timer_schedules_pending") === 0, {
+    timeoutMs: 300_000,
+    intervalMs: 250,
+    what: "every recurring timer cancelled",
+  });
   const sweepS = (performance.now() - cancelAt) / 1000;
   await stopService(service);
 
   const e2e = summary(endToEnd);
   const svc = summary(inService);
-  ctx.log(`${endToEnd.length}/${expected} occurrences in the window: lag p50 ${e2e?.p50} ms, p99 ${e2e?.p99} ms, max ${e2e?.max} ms; coalesced ${coalesced}; sweep of ${n} in ${round(sweepS)} s`);
+  ctx.log(
+    `${endToEnd.length}/${expected} occurrences in the window: lag p50 ${e2e?.p50} ms, p99 ${e2e?.p99} ms, max ${e2e?.max} ms; coalesced ${coalesced}; sweep of ${n} in ${round(sweepS)} s`,
+  );
   return {
     timers: n,
     everyMs: EVERY_MS,

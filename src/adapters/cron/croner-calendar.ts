@@ -38,7 +38,10 @@ export class CronerCalendar implements RecurrenceCalendar {
         continue;
       }
       const jump = this.#gapBefore(runMs, timezone);
-      if (jump === undefined || !this.#job(this.#wallClock, cron, "UTC").match(new Date(runMs + this.#offsetMs(runMs, timezone) - jump.gapMs))) {
+      if (
+        jump === undefined ||
+        !this.#job(this.#wallClock, cron, "UTC").match(new Date(runMs + this.#offsetMs(runMs, timezone) - jump.gapMs))
+      ) {
         return runMs;
       }
       // croner shifted a local time inside the gap: it fires when the clocks jump, once.
@@ -56,7 +59,8 @@ export class CronerCalendar implements RecurrenceCalendar {
       return { field: "timezone", reason: `"${timezone}" is not an IANA time zone` };
     }
     if (cron.length > MAX_CRON_LENGTH) return { field: "cron", reason: `longer than ${MAX_CRON_LENGTH} characters` };
-    if (cron.trim().split(/\s+/).length !== 5) return { field: "cron", reason: "needs 5 fields: minute hour day-of-month month day-of-week" };
+    if (cron.trim().split(/\s+/).length !== 5)
+      return { field: "cron", reason: "needs 5 fields: minute hour day-of-month month day-of-week" };
     try {
       this.#job(this.#zoned, cron, timezone);
     } catch (error) {

@@ -68,7 +68,12 @@ export function timerQueryRoutes(options: TimerQueryRoutesOptions): HttpRoutes {
     }
     const token = bearerToken(request);
     if (token === undefined || !tokenMatches(token, adminToken)) {
-      json(response, 401, { error: { code: "UNAUTHORIZED", message: "send Authorization: Bearer <TIMER_ADMIN_TOKEN>" } }, { "WWW-Authenticate": 'Bearer realm="timer-service"' });
+      json(
+        response,
+        401,
+        { error: { code: "UNAUTHORIZED", message: "send Authorization: Bearer <TIMER_ADMIN_TOKEN>" } },
+        { "WWW-Authenticate": 'Bearer realm="timer-service"' },
+      );
       return true;
     }
     route(request.url ?? "/", queries).then(

@@ -1,5 +1,13 @@
 import { compareCodePoints, listByKeyset } from "../../app/queries/keyset-list.js";
-import { TIMER_STATES, type StoredTimerState, type TimerCounts, type TimerListQuery, type TimerPage, type TimerQueries, type TimerRecord } from "../../app/queries/timer-queries.js";
+import {
+  TIMER_STATES,
+  type StoredTimerState,
+  type TimerCounts,
+  type TimerListQuery,
+  type TimerPage,
+  type TimerQueries,
+  type TimerRecord,
+} from "../../app/queries/timer-queries.js";
 import { recurrenceText, type Recurrence } from "../../domain/recurrence.js";
 import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { MemoryTimerStore } from "./memory-timer-store.js";
@@ -79,7 +87,8 @@ export class MemoryTimerQueries implements TimerQueries {
       if (timer.tenantId !== tenantId) continue;
       const record = memoryRecord(timer);
       byState[record.state]++;
-      if (record.state === "Scheduled" && record.dueAtMs !== null && (nextDueAtMs === null || record.dueAtMs < nextDueAtMs)) nextDueAtMs = record.dueAtMs;
+      if (record.state === "Scheduled" && record.dueAtMs !== null && (nextDueAtMs === null || record.dueAtMs < nextDueAtMs))
+        nextDueAtMs = record.dueAtMs;
       if (record.state === "Completed" && record.completedAtMs !== null && record.firedAtMs !== null) {
         durations += record.completedAtMs - record.firedAtMs;
         completed++;

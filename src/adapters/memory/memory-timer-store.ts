@@ -1,4 +1,14 @@
-import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, DueCursor, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import type {
+  DeadlineClaim,
+  DeadlineRecord,
+  DecideCommand,
+  DueClaim,
+  DueCursor,
+  DueTimer,
+  Firing,
+  PrefixCancelSweep,
+  TimerStore,
+} from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-command.js";
@@ -34,9 +44,7 @@ function codePointRank(codeUnit: number): number {
 }
 
 function compareDue(a: DueCursor, b: DueCursor): number {
-  return (
-    a.dueAtMs - b.dueAtMs || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId)
-  );
+  return a.dueAtMs - b.dueAtMs || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId);
 }
 
 /**
@@ -109,9 +117,13 @@ export class MemoryTimerStore implements TimerStore {
   async claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]> {
     const { nowMs, limit, owner, leaseUntilMs } = claim;
     const passed = [...this.#open().values()]
-      .filter((t) => t.state === "Fired" && t.delivery && t.deadlineAtMs !== null && t.deadlineAtMs !== undefined && t.deadlineAtMs <= nowMs)
+      .filter(
+        (t) => t.state === "Fired" && t.delivery && t.deadlineAtMs !== null && t.deadlineAtMs !== undefined && t.deadlineAtMs <= nowMs,
+      )
       .filter((t) => !this.#heldByOther(timerKeyString(t), owner, nowMs))
-      .sort((a, b) => a.deadlineAtMs! - b.deadlineAtMs! || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId))
+      .sort(
+        (a, b) => a.deadlineAtMs! - b.deadlineAtMs! || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId),
+      )
       .slice(0, limit);
     for (const timer of passed) this.#claims.set(timerKeyString(timer), { owner, untilMs: leaseUntilMs });
     return passed.map((t) => ({
@@ -175,7 +187,9 @@ export class MemoryTimerStore implements TimerStore {
 
   async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
     this.#open();
-    return [...this.#prefixCancels.values()].flatMap(({ progressKey, ...cancel }) => (progressKey === null ? [] : [{ ...cancel, progressKey }]));
+    return [...this.#prefixCancels.values()].flatMap(({ progressKey, ...cancel }) =>
+      progressKey === null ? [] : [{ ...cancel, progressKey }],
+    );
   }
 
   async sweepPrefixCancel(
@@ -194,7 +208,13 @@ export class MemoryTimerStore implements TimerStore {
       .sort((a, b) => compareUtf8(a.serviceCallId, b.serviceCallId))
       .slice(0, limit);
     const staged = batch.map((timer) => {
-      const cancel: CancelTimerCommand = { kind: "cancel", tenantId: timer.tenantId, serviceCallId: timer.serviceCallId, correlationId: null, timestampMs: commandTs };
+      const cancel: CancelTimerCommand = {
+        kind: "cancel",
+        tenantId: timer.tenantId,
+        serviceCallId: timer.serviceCallId,
+        correlationId: null,
+        timestampMs: commandTs,
+      };
       return decide(timer, cancel, { prefixCancelTs: null });
     });
     for (const decision of staged) if (decision.next !== undefined) timers.set(timerKeyString(decision.next), { ...decision.next });

@@ -1,7 +1,14 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { CommandOutcome, CommandType, DeliveryOutcome, TimerMetrics } from "../../app/timer-metrics.js";
 
-const COMMAND_TYPES: readonly CommandType[] = ["ScheduleTimer", "CancelTimer", "CancelTimersByPrefix", "TimerCompleted", "TimerFailed", "unknown"];
+const COMMAND_TYPES: readonly CommandType[] = [
+  "ScheduleTimer",
+  "CancelTimer",
+  "CancelTimersByPrefix",
+  "TimerCompleted",
+  "TimerFailed",
+  "unknown",
+];
 const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ["completed", "retried", "failed", "timed_out"];
 const OUTCOMES: readonly CommandOutcome[] = ["accepted", "ignored", "rejected"];
 

@@ -37,7 +37,8 @@ export function parseBrokerUrl(url: string): ParsedBrokerUrl | undefined {
     const { protocol, hostname, username, password } = parsed;
     if (!url.includes("@")) return { server: url, protocol, hostname };
     const server = `${protocol}//${parsed.host}`;
-    if (password !== "") return { server, protocol, hostname, login: { user: decodeURIComponent(username), password: decodeURIComponent(password) } };
+    if (password !== "")
+      return { server, protocol, hostname, login: { user: decodeURIComponent(username), password: decodeURIComponent(password) } };
     if (username !== "") return { server, protocol, hostname, login: { token: decodeURIComponent(username) } };
     return { server, protocol, hostname };
   } catch {

@@ -78,9 +78,11 @@ export class JetStreamAckTracker {
     } catch {
       return entry.reject(new JetStreamPublishError("publish ack is not JSON"));
     }
-    if (ack.error !== undefined) return entry.reject(new JetStreamPublishError(`publish refused: ${ack.error.code} ${ack.error.description}`));
+    if (ack.error !== undefined)
+      return entry.reject(new JetStreamPublishError(`publish refused: ${ack.error.code} ${ack.error.description}`));
     // Checked here rather than with a Nats-Expected-Stream header: one header less per event.
-    if (ack.stream !== entry.stream) return entry.reject(new JetStreamPublishError(`published to stream "${ack.stream}", expected "${entry.stream}"`));
+    if (ack.stream !== entry.stream)
+      return entry.reject(new JetStreamPublishError(`published to stream "${ack.stream}", expected "${entry.stream}"`));
     entry.resolve();
   }
 

@@ -107,7 +107,10 @@ export class JetStreamConsumerLease {
   private blockedBy(other: LeaseHolder): void {
     if (this.held) {
       this.held = false;
-      this.options.logger.error({ key: this.options.key, heldBy: other }, "consumer lease taken by another database; stopped consuming and firing");
+      this.options.logger.error(
+        { key: this.options.key, heldBy: other },
+        "consumer lease taken by another database; stopped consuming and firing",
+      );
       this.options.onLost();
     }
     const now = Date.now();

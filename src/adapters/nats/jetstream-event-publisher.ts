@@ -27,7 +27,12 @@ export class JetStreamEventPublisher implements TimerEventPublisher {
   publishDueTimeMissed(event: DueTimeMissed): Promise<void> {
     const body = dueTimeMissedJson(event, this.options.clock.now());
     const subject = `${this.options.subjectPrefix}.events.missed.${event.tenantId}`;
-    return this.acks.publish(subject, encoder.encode(body), dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs, event.generation), this.options.eventsStream);
+    return this.acks.publish(
+      subject,
+      encoder.encode(body),
+      dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs, event.generation),
+      this.options.eventsStream,
+    );
   }
 
   publishCommandRejected(event: CommandRejected): Promise<void> {

@@ -1,11 +1,4 @@
-import {
-  AckPolicy,
-  DeliverPolicy,
-  JetStreamApiError,
-  RetentionPolicy,
-  StorageType,
-  type JetStreamManager,
-} from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 
 /** Names of the JetStream resources the service uses (CONTRACT §1). */
@@ -60,17 +53,18 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
       duplicate_window: nanos(COMMANDS_DUPLICATE_WINDOW_MS),
     }),
   );
-  created = (await ensureStream(jsm, eventsStream, () =>
-    jsm.streams.add({
-      name: eventsStream,
-      subjects: [`${subjectPrefix}.events.>`],
-      retention: RetentionPolicy.Limits,
-      storage: StorageType.File,
-      num_replicas: replicas,
-      max_age: nanos(EVENTS_MAX_AGE_MS),
-      duplicate_window: nanos(EVENTS_DUPLICATE_WINDOW_MS),
-    }),
-  )) || created;
+  created =
+    (await ensureStream(jsm, eventsStream, () =>
+      jsm.streams.add({
+        name: eventsStream,
+        subjects: [`${subjectPrefix}.events.>`],
+        retention: RetentionPolicy.Limits,
+        storage: StorageType.File,
+        num_replicas: replicas,
+        max_age: nanos(EVENTS_MAX_AGE_MS),
+        duplicate_window: nanos(EVENTS_DUPLICATE_WINDOW_MS),
+      }),
+    )) || created;
   try {
     await jsm.consumers.info(commandsStream, consumerName);
     return created;

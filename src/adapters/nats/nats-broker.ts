@@ -60,7 +60,15 @@ export class NatsBroker {
     options.logger.info({ server: redactUrl(connection.getServer()), version: connection.info?.version }, "connected to NATS");
     // No API check here: JetStream may still be starting; ensureTopology retries until it answers.
     const jsm = await jetstreamManager(connection, { timeout: 5_000, checkAPI: false });
-    const broker = new NatsBroker(connection, jsm, options.topology, options.logger, options.servers, options.onReconnect, options.onTopologyRecreated);
+    const broker = new NatsBroker(
+      connection,
+      jsm,
+      options.topology,
+      options.logger,
+      options.servers,
+      options.onReconnect,
+      options.onTopologyRecreated,
+    );
     await broker.ensureTopology();
     return broker;
   }

@@ -28,7 +28,12 @@ export class NatsCommandConsumer {
     private readonly js: JetStreamClient,
     /** The command use case; only its batch entry point is used (tests pass a stand-in). */
     private readonly processor: Pick<TimerCommandProcessor, "process">,
-    private readonly options: { readonly stream: string; readonly consumer: string; readonly logger: Logger; readonly onMissingConsumer: () => void },
+    private readonly options: {
+      readonly stream: string;
+      readonly consumer: string;
+      readonly logger: Logger;
+      readonly onMissingConsumer: () => void;
+    },
   ) {}
 
   /** Whether a pull is running (readiness). */

@@ -55,7 +55,13 @@ export class NatsQueryService {
   }
 }
 
-async function answer(service: Service, endpoint: QueryEndpoint, msg: ServiceMsg, queries: TimerQueryService, logger: Logger): Promise<void> {
+async function answer(
+  service: Service,
+  endpoint: QueryEndpoint,
+  msg: ServiceMsg,
+  queries: TimerQueryService,
+  logger: Logger,
+): Promise<void> {
   try {
     const tenantId = msg.subject.split(".").at(-1) ?? "";
     const request = parseBody(msg.data);

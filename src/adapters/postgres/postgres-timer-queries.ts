@@ -1,6 +1,14 @@
 import type pg from "pg";
 import { listByKeyset, type ScannedKey } from "../../app/queries/keyset-list.js";
-import { TIMER_STATES, type StoredTimerState, type TimerCounts, type TimerListQuery, type TimerPage, type TimerQueries, type TimerRecord } from "../../app/queries/timer-queries.js";
+import {
+  TIMER_STATES,
+  type StoredTimerState,
+  type TimerCounts,
+  type TimerListQuery,
+  type TimerPage,
+  type TimerQueries,
+  type TimerRecord,
+} from "../../app/queries/timer-queries.js";
 import type { TimerKey } from "../../domain/timer.js";
 
 type Row = Record<string, unknown>;
@@ -67,7 +75,8 @@ export const POSTGRES_QUERY_SQL = {
       SELECT (SELECT min(t.tenant_id) FROM timer_schedules t WHERE t.tenant_id > tenants.tenant_id) FROM tenants WHERE tenant_id IS NOT NULL
     )
     SELECT tenant_id AS "tenantId" FROM tenants WHERE tenant_id IS NOT NULL LIMIT $1`,
-  columns: "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'timer_schedules'",
+  columns:
+    "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'timer_schedules'",
 } as const;
 
 /**
@@ -81,7 +90,11 @@ export class PostgresTimerQueries implements TimerQueries {
   constructor(private readonly pool: pg.Pool) {}
 
   async get(key: TimerKey): Promise<TimerRecord | undefined> {
-    const { rows } = await this.pool.query<Row>({ name: "timer-query-get", text: POSTGRES_QUERY_SQL.get, values: [key.tenantId, key.serviceCallId] });
+    const { rows } = await this.pool.query<Row>({
+      name: "timer-query-get",
+      text: POSTGRES_QUERY_SQL.get,
+      values: [key.tenantId, key.serviceCallId],
+    });
     return rows[0] === undefined ? undefined : recordOf(rows[0]);
   }
 
@@ -112,7 +125,11 @@ export class PostgresTimerQueries implements TimerQueries {
   async stats(tenantId: string): Promise<TimerCounts> {
     const byState = Object.fromEntries(TIMER_STATES.map((s) => [s, 0])) as Record<StoredTimerState, number>;
     const [counts, next, avg] = await Promise.all([
-      this.pool.query<{ state: StoredTimerState; count: number }>({ name: "timer-query-count", text: POSTGRES_QUERY_SQL.countByState, values: [tenantId] }),
+      this.pool.query<{ state: StoredTimerState; count: number }>({
+        name: "timer-query-count",
+        text: POSTGRES_QUERY_SQL.countByState,
+        values: [tenantId],
+      }),
       this.pool.query<{ dueAtMs: number | null }>({ name: "timer-query-next-due", text: POSTGRES_QUERY_SQL.nextDue, values: [tenantId] }),
       this.#avgDuration(tenantId),
     ]);
@@ -121,7 +138,11 @@ export class PostgresTimerQueries implements TimerQueries {
   }
 
   async tenants(limit: number): Promise<string[]> {
-    const { rows } = await this.pool.query<{ tenantId: string }>({ name: "timer-query-tenants", text: POSTGRES_QUERY_SQL.tenants, values: [limit] });
+    const { rows } = await this.pool.query<{ tenantId: string }>({
+      name: "timer-query-tenants",
+      text: POSTGRES_QUERY_SQL.tenants,
+      values: [limit],
+    });
     return rows.map((row) => row.tenantId);
   }
 
@@ -131,7 +152,11 @@ export class PostgresTimerQueries implements TimerQueries {
       .query<{ name: string }>(POSTGRES_QUERY_SQL.columns)
       .then(({ rows }) => rows.some((r) => r.name === "completed_at") && rows.some((r) => r.name === "fired_at"));
     if (!(await this.#hasCompletionColumns)) return null;
-    const { rows } = await this.pool.query<{ avgDurationMs: number | null }>({ name: "timer-query-avg-duration", text: POSTGRES_QUERY_SQL.avgDuration, values: [tenantId] });
+    const { rows } = await this.pool.query<{ avgDurationMs: number | null }>({
+      name: "timer-query-avg-duration",
+      text: POSTGRES_QUERY_SQL.avgDuration,
+      values: [tenantId],
+    });
     return rows[0]?.avgDurationMs ?? null;
   }
 }

@@ -40,15 +40,25 @@ export class PostgresTimerRetention implements TimerRetention {
   constructor(private readonly pool: pg.Pool) {}
 
   async deleteFinalTimers(cutoffMs: number, limit: number): Promise<number> {
-    const { rowCount } = await this.pool.query({ name: "timer-retention-timers", text: POSTGRES_RETENTION_SQL.deleteFinalTimers, values: [cutoffMs, limit] });
+    const { rowCount } = await this.pool.query({
+      name: "timer-retention-timers",
+      text: POSTGRES_RETENTION_SQL.deleteFinalTimers,
+      values: [cutoffMs, limit],
+    });
     return rowCount ?? 0;
   }
 
   /** 0 while the schema has no prefix-cancel table (CONTRACT §10) yet. */
   async deletePrefixCancels(cutoffMs: number, limit: number): Promise<number> {
-    this.#hasPrefixCancels ??= this.pool.query<{ columns: number }>(POSTGRES_RETENTION_SQL.prefixCancelsTable).then(({ rows }) => rows[0]?.columns === 2);
+    this.#hasPrefixCancels ??= this.pool
+      .query<{ columns: number }>(POSTGRES_RETENTION_SQL.prefixCancelsTable)
+      .then(({ rows }) => rows[0]?.columns === 2);
     if (!(await this.#hasPrefixCancels)) return 0;
-    const { rowCount } = await this.pool.query({ name: "timer-retention-prefix-cancels", text: POSTGRES_RETENTION_SQL.deletePrefixCancels, values: [cutoffMs, limit] });
+    const { rowCount } = await this.pool.query({
+      name: "timer-retention-prefix-cancels",
+      text: POSTGRES_RETENTION_SQL.deletePrefixCancels,
+      values: [cutoffMs, limit],
+    });
     return rowCount ?? 0;
   }
 }

@@ -1,5 +1,14 @@
 import type pg from "pg";
-import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import type {
+  DeadlineClaim,
+  DeadlineRecord,
+  DecideCommand,
+  DueClaim,
+  DueTimer,
+  Firing,
+  PrefixCancelSweep,
+  TimerStore,
+} from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { deliveryOf, deliveryText, withTracking } from "../delivery-columns.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
@@ -83,7 +92,6 @@ interface FiringRow extends TimerKey {
   readonly deadlineAtMs: number | null;
 }
 
-
 /**
  * Timers in one Postgres table (`timer_schedules` in the configured schema), shared by any number
  * of instances. Each method is one transaction; see docs/adr/0005-postgres-store.md for the
@@ -137,7 +145,11 @@ export class PostgresTimerStore implements TimerStore {
       for (const row of rows) current.set(timerKeyString(row), fromRow<Timer>(row));
     }
     const tenants = [...new Set(commands.map((c) => c.tenantId))];
-    const { rows: cancels } = await client.query<PrefixCancel>({ name: "timer-select-prefix-cancels", text: q.SELECT_PREFIX_CANCELS, values: [tenants] });
+    const { rows: cancels } = await client.query<PrefixCancel>({
+      name: "timer-select-prefix-cancels",
+      text: q.SELECT_PREFIX_CANCELS,
+      values: [tenants],
+    });
     const index = new PrefixCancelIndex(cancels);
     const existed = new Set(current.keys());
     const changed = new Map<string, Timer>();
@@ -167,7 +179,12 @@ export class PostgresTimerStore implements TimerStore {
         name: "timer-upsert-prefix-cancels",
         text: q.UPSERT_PREFIX_CANCELS,
         // updated_at is when it was recorded, for retention: the store's clock, as in SQLite.
-        values: [recorded.map((c) => c.tenantId), recorded.map((c) => c.serviceCallIdPrefix), recorded.map((c) => c.timestampMs), Date.now()],
+        values: [
+          recorded.map((c) => c.tenantId),
+          recorded.map((c) => c.serviceCallIdPrefix),
+          recorded.map((c) => c.timestampMs),
+          Date.now(),
+        ],
       });
     }
     return decisions;
@@ -214,7 +231,11 @@ export class PostgresTimerStore implements TimerStore {
     const query =
       after === undefined
         ? { name: "timer-claim-due", text: q.CLAIM_DUE, values }
-        : { name: "timer-claim-due-after", text: q.CLAIM_DUE_AFTER, values: [...values, after.dueAtMs, after.tenantId, after.serviceCallId] };
+        : {
+            name: "timer-claim-due-after",
+            text: q.CLAIM_DUE_AFTER,
+            values: [...values, after.dueAtMs, after.tenantId, after.serviceCallId],
+          };
     const { rows } = await this.#write(() => withRetry(() => this.#pool.query<Row<DueTimer>>(query)));
     this.#latestClaimMs = Math.max(this.#latestClaimMs ?? nowMs, nowMs);
     return rows.map((row) => fromRow<DueTimer>(row));
@@ -328,7 +349,10 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
-    const { rows } = await this.#pool.query<PrefixCancelSweep>({ name: "timer-unfinished-prefix-cancels", text: q.SELECT_UNFINISHED_PREFIX_CANCELS });
+    const { rows } = await this.#pool.query<PrefixCancelSweep>({
+      name: "timer-unfinished-prefix-cancels",
+      text: q.SELECT_UNFINISHED_PREFIX_CANCELS,
+    });
     return rows;
   }
 
@@ -357,7 +381,13 @@ export class PostgresTimerStore implements TimerStore {
             });
             const batch = rows.map((row) => fromRow<Timer>(row));
             const decisions = batch.map((timer) => {
-              const cancel: CancelTimerCommand = { kind: "cancel", tenantId, serviceCallId: timer.serviceCallId, correlationId: null, timestampMs: record.commandTs };
+              const cancel: CancelTimerCommand = {
+                kind: "cancel",
+                tenantId,
+                serviceCallId: timer.serviceCallId,
+                correlationId: null,
+                timestampMs: record.commandTs,
+              };
               try {
                 return decide(timer, cancel, { prefixCancelTs: null });
               } catch (error) {
@@ -369,7 +399,11 @@ export class PostgresTimerStore implements TimerStore {
             if (changed.length > 0) await this.#upsert(client, changed, new Set(changed.map(timerKeyString)));
             const done = batch.length < limit;
             const progressKey = done ? null : batch[batch.length - 1]!.serviceCallId;
-            await client.query({ name: "timer-update-prefix-progress", text: q.UPDATE_PREFIX_PROGRESS, values: [tenantId, serviceCallIdPrefix, progressKey] });
+            await client.query({
+              name: "timer-update-prefix-progress",
+              text: q.UPDATE_PREFIX_PROGRESS,
+              values: [tenantId, serviceCallIdPrefix, progressKey],
+            });
             return { decisions, done };
           }),
         ),
@@ -401,7 +435,11 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async get(key: TimerKey): Promise<Timer | undefined> {
-    const { rows } = await this.#pool.query<Row<Timer>>({ name: "timer-select-by-key", text: q.SELECT_BY_KEY, values: [key.tenantId, key.serviceCallId] });
+    const { rows } = await this.#pool.query<Row<Timer>>({
+      name: "timer-select-by-key",
+      text: q.SELECT_BY_KEY,
+      values: [key.tenantId, key.serviceCallId],
+    });
     return rows[0] === undefined ? undefined : fromRow<Timer>(rows[0]);
   }
 

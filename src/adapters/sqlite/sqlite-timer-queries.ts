@@ -1,6 +1,14 @@
 import type Database from "better-sqlite3";
 import { listByKeyset, type ScannedKey } from "../../app/queries/keyset-list.js";
-import { TIMER_STATES, type StoredTimerState, type TimerCounts, type TimerListQuery, type TimerPage, type TimerQueries, type TimerRecord } from "../../app/queries/timer-queries.js";
+import {
+  TIMER_STATES,
+  type StoredTimerState,
+  type TimerCounts,
+  type TimerListQuery,
+  type TimerPage,
+  type TimerQueries,
+  type TimerRecord,
+} from "../../app/queries/timer-queries.js";
 import type { TimerKey } from "../../domain/timer.js";
 
 // Aliased to the field names of TimerRecord, so a row is a record without mapping.

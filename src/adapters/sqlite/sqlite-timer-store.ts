@@ -4,7 +4,17 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, DueCursor, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
+import type {
+  DeadlineClaim,
+  DeadlineRecord,
+  DecideCommand,
+  DueClaim,
+  DueCursor,
+  DueTimer,
+  Firing,
+  PrefixCancelSweep,
+  TimerStore,
+} from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { deliveryOf, deliveryText, withTracking } from "../delivery-columns.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
@@ -57,7 +67,8 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
     // builds a temp table, so temp_store does not matter.
     migrate(drizzle({ client: db }), { migrationsFolder: options.migrationsFolder ?? DEFAULT_MIGRATIONS_FOLDER });
     const background = options.backgroundCheckpoint;
-    const checkpointer = background === undefined ? undefined : WalCheckpointer.start(options.path, background.intervalMs, background.onError);
+    const checkpointer =
+      background === undefined ? undefined : WalCheckpointer.start(options.path, background.intervalMs, background.onError);
     if (checkpointer !== undefined) db.pragma(`wal_autocheckpoint = ${SAFETY_NET_AUTOCHECKPOINT_PAGES}`);
     return new SqliteTimerStore(db, checkpointer);
   } catch (error) {
@@ -204,8 +215,16 @@ export class SqliteTimerStore implements TimerStore {
       const recorded: TimerKey[] = [];
       for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next } of records) {
         const changes = this.#recordDeadline.run({
-          tenantId, serviceCallId, attempt, deadlineAtMs, state: next.state, nextAttempt: next.attempt, reachedAtMs: next.reachedAtMs,
-          nextDeadlineAtMs: next.deadlineAtMs, lastReason: next.lastReason, updatedAtMs: next.updatedAtMs,
+          tenantId,
+          serviceCallId,
+          attempt,
+          deadlineAtMs,
+          state: next.state,
+          nextAttempt: next.attempt,
+          reachedAtMs: next.reachedAtMs,
+          nextDeadlineAtMs: next.deadlineAtMs,
+          lastReason: next.lastReason,
+          updatedAtMs: next.updatedAtMs,
         }).changes;
         if (changes === 1) recorded.push({ tenantId, serviceCallId });
       }
@@ -227,9 +246,7 @@ export class SqliteTimerStore implements TimerStore {
       UPDATE timer_prefix_cancels SET progress_key = @progressKey
       WHERE tenant_id = @tenantId AND service_call_id_prefix = @serviceCallIdPrefix`);
     this.#loadPrefixIndex();
-    this.#selectNextDueAt = db.prepare(
-      "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE state = 'Scheduled'",
-    );
+    this.#selectNextDueAt = db.prepare("SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE state = 'Scheduled'");
     this.#countScheduled = db.prepare("SELECT count(*) AS count FROM timer_schedules WHERE state = 'Scheduled'");
 
     // IMMEDIATE takes the write lock up front: a deferred transaction that reads and then writes can
@@ -261,8 +278,19 @@ export class SqliteTimerStore implements TimerStore {
         if (state !== "Cancelled" && this.#coveredByPrefixCancel(tenantId, serviceCallId, commandTs)) continue;
         const { tracking } = next;
         const changes = this.#recordFiring.run({
-          tenantId, serviceCallId, dueAtMs, generation, state, nextDueAtMs: next.dueAtMs, occurrence, reachedAtMs, commandTs, updatedAtMs,
-          attempt: tracking?.attempt ?? null, firedAtMs: tracking?.firedAtMs ?? null, deadlineAtMs: tracking?.deadlineAtMs ?? null,
+          tenantId,
+          serviceCallId,
+          dueAtMs,
+          generation,
+          state,
+          nextDueAtMs: next.dueAtMs,
+          occurrence,
+          reachedAtMs,
+          commandTs,
+          updatedAtMs,
+          attempt: tracking?.attempt ?? null,
+          firedAtMs: tracking?.firedAtMs ?? null,
+          deadlineAtMs: tracking?.deadlineAtMs ?? null,
         }).changes;
         if (changes === 1) recorded.push({ tenantId, serviceCallId });
       }
@@ -278,7 +306,13 @@ export class SqliteTimerStore implements TimerStore {
         limit,
       });
       const decisions = rows.map((row) => {
-        const cancel: CancelTimerCommand = { kind: "cancel", tenantId: row.tenantId, serviceCallId: row.serviceCallId, correlationId: null, timestampMs: record.commandTs };
+        const cancel: CancelTimerCommand = {
+          kind: "cancel",
+          tenantId: row.tenantId,
+          serviceCallId: row.serviceCallId,
+          correlationId: null,
+          timestampMs: record.commandTs,
+        };
         const decision = decide(timerOf(row), cancel, { prefixCancelTs: null });
         if (decision.next !== undefined) this.#upsert.run(storedOf(decision.next));
         return decision;
@@ -343,7 +377,9 @@ export class SqliteTimerStore implements TimerStore {
 
   async claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]> {
     // One instance per file (see the class comment): the claim need not be recorded.
-    return this.#selectDeadlines.all({ nowMs: claim.nowMs, limit: claim.limit }).map((row) => ({ ...row, delivery: deliveryOf(row.delivery)! }));
+    return this.#selectDeadlines
+      .all({ nowMs: claim.nowMs, limit: claim.limit })
+      .map((row) => ({ ...row, delivery: deliveryOf(row.delivery)! }));
   }
 
   async recordDeadlines(records: readonly DeadlineRecord[]): Promise<TimerKey[]> {
@@ -364,7 +400,11 @@ export class SqliteTimerStore implements TimerStore {
       .flatMap(({ progressKey, ...cancel }) => (progressKey === null ? [] : [{ ...cancel, progressKey }]));
   }
 
-  async sweepPrefixCancel(prefix: PrefixCancelKey, limit: number, decide: DecideCommand): Promise<{ decisions: CommandDecision[]; done: boolean }> {
+  async sweepPrefixCancel(
+    prefix: PrefixCancelKey,
+    limit: number,
+    decide: DecideCommand,
+  ): Promise<{ decisions: CommandDecision[]; done: boolean }> {
     const { tenantId, serviceCallIdPrefix } = prefix;
     return this.#write(() => this.#sweepStep({ tenantId, serviceCallIdPrefix }, limit, decide));
   }

@@ -94,7 +94,6 @@ export const timerPrefixCancels = sqliteTable(
   (t) => [primaryKey({ columns: [t.tenantId, t.serviceCallIdPrefix] })],
 );
 
-
 /**
  * Facts about the database itself. `store_id` is a random id made when the database is created
  * (custom migration 0007): the broker lease of a SQLite instance names it (CONTRACT §6), so a second

@@ -136,7 +136,11 @@ export class CommandDecoder {
       const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
       if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
       const { tenantId, serviceCallId } = parsed.data;
-      return { ok: true, type, command: { kind: "complete", tenantId, serviceCallId, result: parsed.data.result ?? null, correlationId, timestampMs } };
+      return {
+        ok: true,
+        type,
+        command: { kind: "complete", tenantId, serviceCallId, result: parsed.data.result ?? null, correlationId, timestampMs },
+      };
     }
 
     if (type === "TimerFailed") {
@@ -155,7 +159,8 @@ export class CommandDecoder {
     const repeat = this.readRepeat(parsed.data.repeat ?? null, requestedDueAtMs);
     if (typeof repeat === "string") return context.reject("INVALID_FIELD", repeat);
     const deliveryPayload = parsed.data.delivery ?? null;
-    if (deliveryPayload !== null && repeat !== null) return context.reject("INVALID_FIELD", "payload.delivery: not allowed together with payload.repeat");
+    if (deliveryPayload !== null && repeat !== null)
+      return context.reject("INVALID_FIELD", "payload.delivery: not allowed together with payload.repeat");
     const delivery: DeliveryPolicy | null =
       deliveryPayload === null
         ? null
@@ -182,7 +187,15 @@ export class CommandDecoder {
       ok: true,
       type,
       command: {
-        kind: "schedule", tenantId, serviceCallId, dueAtMs, data, correlationId, timestampMs, repeat, maxLatenessMs,
+        kind: "schedule",
+        tenantId,
+        serviceCallId,
+        dueAtMs,
+        data,
+        correlationId,
+        timestampMs,
+        repeat,
+        maxLatenessMs,
         ...(delivery === null ? {} : { delivery }),
         ...(parsed.data.createdBy == null ? {} : { createdBy: parsed.data.createdBy }),
         ...(parsed.data.createdVia == null ? {} : { createdVia: parsed.data.createdVia }),

@@ -30,7 +30,11 @@ const repeatSchema = z.object({
 
 /** `delivery` (CONTRACT §11); defaults filled in by the decoder. */
 const deliverySchema = z.object({
-  maxRetries: z.number({ error: "must be an integer 0…100" }).int("must be an integer").min(0, "must be at least 0").max(100, "must be at most 100"),
+  maxRetries: z
+    .number({ error: "must be an integer 0…100" })
+    .int("must be an integer")
+    .min(0, "must be at least 0")
+    .max(100, "must be at most 100"),
   backoffMs: z.number().int("must be an integer").min(100, "must be at least 100").optional(),
   completionTimeoutMs: z.number().int("must be an integer").min(1000, "must be at least 1000").optional(),
 });
@@ -53,7 +57,10 @@ export const scheduleTimerPayloadSchema = z.object({
 export const timerCompletedPayloadSchema = z.object({
   tenantId,
   serviceCallId,
-  result: z.string().refine((s) => isCodePointText(s, 0, 1024), "must be at most 1024 code points").nullish(),
+  result: z
+    .string()
+    .refine((s) => isCodePointText(s, 0, 1024), "must be at most 1024 code points")
+    .nullish(),
 });
 
 /** `TimerFailed` (CONTRACT §11). */

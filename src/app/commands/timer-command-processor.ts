@@ -11,9 +11,7 @@ import { UNKNOWN_TENANT } from "./command-text.js";
 
 /** What the broker is to do with one command message; mapped one-to-one onto ack / nak / term. */
 export type CommandSettlement =
-  | { readonly kind: "ack" }
-  | { readonly kind: "nak"; readonly delayMs: number }
-  | { readonly kind: "term"; readonly reason: string };
+  { readonly kind: "ack" } | { readonly kind: "nak"; readonly delayMs: number } | { readonly kind: "term"; readonly reason: string };
 
 /** A command message as the processor needs it: the raw message plus how often it was delivered. */
 export interface DeliveredCommand extends RawCommand {
@@ -96,7 +94,13 @@ export class TimerCommandProcessor {
       return {
         ok: false,
         type: "unknown",
-        rejection: { id: rejectionId(message.sourceId), tenant: UNKNOWN_TENANT, code: "INVALID_ENVELOPE", reason: "message could not be decoded", subject: message.subject },
+        rejection: {
+          id: rejectionId(message.sourceId),
+          tenant: UNKNOWN_TENANT,
+          code: "INVALID_ENVELOPE",
+          reason: "message could not be decoded",
+          subject: message.subject,
+        },
       };
     }
   }
@@ -110,7 +114,10 @@ export class TimerCommandProcessor {
       // Beyond retention the key's history may be gone: ignored before the store is touched (§7).
       const stale = commands.map((command) => isBeyondRetention(command.timestampMs, nowMs, this.deps.retentionMs ?? 0));
       const fresh = commands.filter((_, i) => !stale[i]);
-      const applied = fresh.length === 0 ? [] : await store.applyCommands(fresh, (current, command, context) => decideCommand(current, command, nowMs, context));
+      const applied =
+        fresh.length === 0
+          ? []
+          : await store.applyCommands(fresh, (current, command, context) => decideCommand(current, command, nowMs, context));
       let next = 0;
       decisions = commands.map((_, i): CommandDecision => (stale[i] ? { outcome: "ignored", previous: undefined } : applied[next++]!));
     } catch (error) {
@@ -137,7 +144,8 @@ export class TimerCommandProcessor {
     let failed = 0;
     for (const { previous, next } of decisions) {
       if (previous?.state !== "Fired" || next === undefined) continue;
-      if (next.state === "Completed" && next.completedAtMs != null && next.firedAtMs != null) durations.push((next.completedAtMs - next.firedAtMs) / 1000);
+      if (next.state === "Completed" && next.completedAtMs != null && next.firedAtMs != null)
+        durations.push((next.completedAtMs - next.firedAtMs) / 1000);
       else if (next.state === "Failed") failed++;
       else if (next.state === "Fired" && next.deadlineAtMs != null) this.deps.onDeadline?.(next.deadlineAtMs);
     }
@@ -158,12 +166,21 @@ export class TimerCommandProcessor {
     try {
       await publisher.publishCommandRejected(rejection);
     } catch (error) {
-      logger.error({ err: error, subject: message.subject, code: rejection.code }, "publishing CommandRejected failed; the command will be redelivered");
+      logger.error(
+        { err: error, subject: message.subject, code: rejection.code },
+        "publishing CommandRejected failed; the command will be redelivered",
+      );
       return { kind: "nak", delayMs: retryDelayMs(message.deliveryCount) };
     }
     metrics.commandHandled(type, "rejected");
     logger.warn(
-      { subject: message.subject, code: rejection.code, reason: rejection.reason, commandId: rejection.commandId, serviceCallId: rejection.serviceCallId },
+      {
+        subject: message.subject,
+        code: rejection.code,
+        reason: rejection.reason,
+        commandId: rejection.commandId,
+        serviceCallId: rejection.serviceCallId,
+      },
       "command rejected",
     );
     return { kind: "term", reason: `${rejection.code}: ${rejection.reason}` };

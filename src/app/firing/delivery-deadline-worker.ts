@@ -101,7 +101,12 @@ export class DeliveryDeadlineWorker {
       metrics.publishFailed(failed.length);
       const firstError = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
       logger.warn({ err: firstError.reason, failed: failed.length }, "publishing delivery retries failed; they are retried");
-      await store.releaseClaims(owner, failed.map((f) => f.timer)).catch(() => undefined);
+      await store
+        .releaseClaims(
+          owner,
+          failed.map((f) => f.timer),
+        )
+        .catch(() => undefined);
     }
     return published;
   }

@@ -78,7 +78,13 @@ export class DueTimerWorker {
     const { store, clock, batchSize, owner, claimTtlMs } = this.deps;
     const startedAt = performance.now();
     const nowMs = clock.now();
-    const due = store.claimDue({ nowMs, limit: batchSize, owner, leaseUntilMs: nowMs + claimTtlMs, ...(after === undefined ? {} : { after }) });
+    const due = store.claimDue({
+      nowMs,
+      limit: batchSize,
+      owner,
+      leaseUntilMs: nowMs + claimTtlMs,
+      ...(after === undefined ? {} : { after }),
+    });
     const read = due.then((timers): PollRead => {
       const last = timers[timers.length - 1];
       return {
@@ -104,7 +110,13 @@ export class DueTimerWorker {
     let marked = 0;
     if (toRecord.length > 0) {
       const recordedKeys = await store.recordFirings(
-        toRecord.map(({ timer, firing }) => ({ tenantId: timer.tenantId, serviceCallId: timer.serviceCallId, dueAtMs: timer.dueAtMs, generation: timer.generation, next: firing.next })),
+        toRecord.map(({ timer, firing }) => ({
+          tenantId: timer.tenantId,
+          serviceCallId: timer.serviceCallId,
+          dueAtMs: timer.dueAtMs,
+          generation: timer.generation,
+          next: firing.next,
+        })),
         owner,
       );
       const recorded = recordedKeys.length === toRecord.length ? toRecord : onlyRecorded(toRecord, recordedKeys);
@@ -150,7 +162,16 @@ export class DueTimerWorker {
     const { tenantId, serviceCallId, generation, data, correlationId } = timer;
     const occurrence = firing.occurrence === null ? {} : { occurrence: firing.occurrence };
     if (firing.kind === "missed") {
-      return publisher.publishDueTimeMissed({ tenantId, serviceCallId, dueAtMs: firing.dueAtMs, missedAtMs: nowMs, generation, data, correlationId, ...occurrence });
+      return publisher.publishDueTimeMissed({
+        tenantId,
+        serviceCallId,
+        dueAtMs: firing.dueAtMs,
+        missedAtMs: nowMs,
+        generation,
+        data,
+        correlationId,
+        ...occurrence,
+      });
     }
     return publisher.publishDueTimeReached({
       tenantId,

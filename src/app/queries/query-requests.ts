@@ -36,7 +36,10 @@ export const getRequestSchema = z.strictObject({
 
 export const listRequestSchema = z.strictObject({
   state: z.enum(TIMER_STATES).nullish(),
-  serviceCallIdPrefix: z.string().refine((s) => isCodePointText(s, 1, 256), "must be 1..256 code points").nullish(),
+  serviceCallIdPrefix: z
+    .string()
+    .refine((s) => isCodePointText(s, 1, 256), "must be 1..256 code points")
+    .nullish(),
   dueAfter: instant.nullish(),
   dueBefore: instant.nullish(),
   limit: z.number().int().min(1).max(MAX_LIST_LIMIT).nullish(),

@@ -2,7 +2,14 @@ import type { z } from "zod";
 import { isTenantId } from "../commands/command-text.js";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
-import { DEFAULT_LIST_LIMIT, describeIssue, encodeCursor, getRequestSchema, listRequestSchema, statsRequestSchema } from "./query-requests.js";
+import {
+  DEFAULT_LIST_LIMIT,
+  describeIssue,
+  encodeCursor,
+  getRequestSchema,
+  listRequestSchema,
+  statsRequestSchema,
+} from "./query-requests.js";
 import type { TimerQueries } from "./timer-queries.js";
 import { statsView, timerView } from "./timer-view.js";
 import { StatsCache } from "./stats-cache.js";
@@ -107,7 +114,10 @@ export class TimerQueryService {
             limit: r.limit ?? DEFAULT_LIST_LIMIT,
             nowMs: clock.now(),
           });
-          return { status: 200, body: { timers: page.timers.map(timerView), nextCursor: page.next === null ? null : encodeCursor(page.next) } };
+          return {
+            status: 200,
+            body: { timers: page.timers.map(timerView), nextCursor: page.next === null ? null : encodeCursor(page.next) },
+          };
         }
         case "stats": {
           const parsed = parse(statsRequestSchema, request);
@@ -128,7 +138,10 @@ export class TimerQueryService {
 }
 
 /** An absent body (undefined) is an empty request. */
-function parse<T extends z.ZodType>(schema: T, request: unknown): { success: true; data: z.output<T> } | { success: false; message: string } {
+function parse<T extends z.ZodType>(
+  schema: T,
+  request: unknown,
+): { success: true; data: z.output<T> } | { success: false; message: string } {
   const result = schema.safeParse(request ?? {});
   return result.success ? { success: true, data: result.data } : { success: false, message: describeIssue(result.error) };
 }

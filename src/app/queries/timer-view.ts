@@ -63,7 +63,9 @@ export function timerView(record: TimerRecord): TimerView {
     ...(data === undefined || data === null ? {} : { data }),
     ...(record.correlationId === null ? {} : { correlationId: record.correlationId }),
     ...(record.reachedAtMs === null ? {} : { reachedAt: formatInstant(record.reachedAtMs) }),
-    ...(repeat === undefined || repeat === null ? {} : { repeat, ...(record.occurrence === null ? {} : { occurrence: record.occurrence }) }),
+    ...(repeat === undefined || repeat === null
+      ? {}
+      : { repeat, ...(record.occurrence === null ? {} : { occurrence: record.occurrence }) }),
     ...(record.attempt === null || record.attempt === 0 ? {} : { attempt: record.attempt }),
     ...(record.result === null ? {} : { result: record.result }),
     ...(record.lastReason === null ? {} : { reason: record.lastReason }),

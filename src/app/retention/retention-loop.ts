@@ -68,7 +68,10 @@ export class RetentionLoop {
     }
     this.#failures = 0;
     if (report.timersDeleted > 0 || report.prefixCancelsDeleted > 0) {
-      logger.info({ timersDeleted: report.timersDeleted, prefixCancelsDeleted: report.prefixCancelsDeleted, more: report.more }, "retention sweep deleted old rows");
+      logger.info(
+        { timersDeleted: report.timersDeleted, prefixCancelsDeleted: report.prefixCancelsDeleted, more: report.more },
+        "retention sweep deleted old rows",
+      );
     }
     this.#schedule(report.more ? CONTINUE_AFTER_MS : intervalMs);
   }

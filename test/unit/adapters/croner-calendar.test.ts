@@ -35,7 +35,10 @@ describe("CronerCalendar.nextCronTime", () => {
   });
 
   it("when a zone jumps by 30 minutes (Lord Howe), then a time in the gap fires at the jump", () => {
-    expect(series("15 2 * * *", "Australia/Lord_Howe", "2026-10-03T00:00:00Z", 2)).toEqual(["2026-10-03T15:30:00.000Z", "2026-10-04T15:15:00.000Z"]);
+    expect(series("15 2 * * *", "Australia/Lord_Howe", "2026-10-03T00:00:00Z", 2)).toEqual([
+      "2026-10-03T15:30:00.000Z",
+      "2026-10-04T15:15:00.000Z",
+    ]);
   });
 
   it("when an hourly rule crosses fall back, then the repeated hour fires once", () => {

@@ -4,7 +4,12 @@ import { CommandDecoder, type DecodedCommand } from "../../../src/app/commands/c
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { rawCommand } from "../../support/fakes/command-messages.js";
 
-const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock: new FakeClock(T0), calendar: new CronerCalendar() });
+const decoder = new CommandDecoder({
+  subjectPrefix: "timer",
+  maxHorizonDays: 3650,
+  clock: new FakeClock(T0),
+  calendar: new CronerCalendar(),
+});
 const DUE = "2026-01-01T00:00:00.000Z";
 
 function decode(kind: string, type: string, payload: Record<string, unknown>, tenantId = "acme"): DecodedCommand {
@@ -12,7 +17,8 @@ function decode(kind: string, type: string, payload: Record<string, unknown>, te
   return decoder.decode(rawCommand(`timer.commands.${kind}.acme`, body));
 }
 const schedule = (payload: Record<string, unknown>) => decode("schedule", "ScheduleTimer", { serviceCallId: "s", dueAt: DUE, ...payload });
-const reason = (result: DecodedCommand) => (result.ok ? `accepted ${JSON.stringify(result.command)}` : `${result.rejection.code} ${result.rejection.reason}`);
+const reason = (result: DecodedCommand) =>
+  result.ok ? `accepted ${JSON.stringify(result.command)}` : `${result.rejection.code} ${result.rejection.reason}`;
 
 describe("CommandDecoder: ScheduleTimer delivery and audit members (CONTRACT §11)", () => {
   it("when delivery has only maxRetries, then the defaults fill backoffMs and completionTimeoutMs", () => {
@@ -58,7 +64,11 @@ describe("CommandDecoder: ScheduleTimer delivery and audit members (CONTRACT §1
 describe("CommandDecoder: TimerCompleted and TimerFailed (CONTRACT §11)", () => {
   it("when a TimerCompleted arrives on the complete subject, then it becomes a complete command", () => {
     const result = decode("complete", "TimerCompleted", { serviceCallId: "s", result: "ok" });
-    expect(result).toMatchObject({ ok: true, type: "TimerCompleted", command: { kind: "complete", tenantId: "acme", serviceCallId: "s", result: "ok", timestampMs: 42 } });
+    expect(result).toMatchObject({
+      ok: true,
+      type: "TimerCompleted",
+      command: { kind: "complete", tenantId: "acme", serviceCallId: "s", result: "ok", timestampMs: 42 },
+    });
   });
 
   it("when a TimerCompleted has no result, then its result is null", () => {
@@ -66,12 +76,18 @@ describe("CommandDecoder: TimerCompleted and TimerFailed (CONTRACT §11)", () =>
   });
 
   it("when the result is over 1024 code points, then INVALID_FIELD names it", () => {
-    expect(reason(decode("complete", "TimerCompleted", { serviceCallId: "s", result: "😀".repeat(1025) }))).toMatch(/^INVALID_FIELD payload\.result/);
+    expect(reason(decode("complete", "TimerCompleted", { serviceCallId: "s", result: "😀".repeat(1025) }))).toMatch(
+      /^INVALID_FIELD payload\.result/,
+    );
     expect(decode("complete", "TimerCompleted", { serviceCallId: "s", result: "😀".repeat(1024) }).ok).toBe(true);
   });
 
   it("when a TimerFailed arrives, then it becomes a fail command; without a reason it is INVALID_FIELD", () => {
-    expect(decode("fail", "TimerFailed", { serviceCallId: "s", reason: "503" })).toMatchObject({ ok: true, type: "TimerFailed", command: { kind: "fail", reason: "503" } });
+    expect(decode("fail", "TimerFailed", { serviceCallId: "s", reason: "503" })).toMatchObject({
+      ok: true,
+      type: "TimerFailed",
+      command: { kind: "fail", reason: "503" },
+    });
     expect(reason(decode("fail", "TimerFailed", { serviceCallId: "s" }))).toMatch(/^INVALID_FIELD payload\.reason/);
   });
 
@@ -80,13 +96,21 @@ describe("CommandDecoder: TimerCompleted and TimerFailed (CONTRACT §11)", () =>
   });
 
   it("when the payload names another tenant, then TENANT_MISMATCH after the field checks", () => {
-    const body = { id: "c1", type: "TimerFailed", tenantId: "acme", timestampMs: 1, payload: { tenantId: "other", serviceCallId: "s", reason: "x" } };
+    const body = {
+      id: "c1",
+      type: "TimerFailed",
+      tenantId: "acme",
+      timestampMs: 1,
+      payload: { tenantId: "other", serviceCallId: "s", reason: "x" },
+    };
     const result = decoder.decode(rawCommand("timer.commands.fail.acme", body));
     expect(reason(result)).toMatch(/^TENANT_MISMATCH/);
   });
 
   it("when a bare report payload arrives, then its timestamp is the broker's", () => {
-    const result = decoder.decode(rawCommand("timer.commands.complete.acme", { tenantId: "acme", serviceCallId: "s" }, { brokerTimestampMs: 777 }));
+    const result = decoder.decode(
+      rawCommand("timer.commands.complete.acme", { tenantId: "acme", serviceCallId: "s" }, { brokerTimestampMs: 777 }),
+    );
     expect(result).toMatchObject({ ok: true, command: { timestampMs: 777 } });
   });
 });

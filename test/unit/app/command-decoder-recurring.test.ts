@@ -5,11 +5,22 @@ import { CommandDecoder, type DecodedCommand } from "../../../src/app/commands/c
 import { rawCommand } from "../../support/fakes/command-messages.js";
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 
-const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock: new FakeClock(T0), calendar: new CronerCalendar() });
+const decoder = new CommandDecoder({
+  subjectPrefix: "timer",
+  maxHorizonDays: 3650,
+  clock: new FakeClock(T0),
+  calendar: new CronerCalendar(),
+});
 const DUE = "2026-01-05T08:00:00Z";
 
 function schedule(payload: Record<string, unknown>): DecodedCommand {
-  const body = { id: "m1", type: "ScheduleTimer", tenantId: "acme", timestampMs: 7, payload: { tenantId: "acme", serviceCallId: "c1", dueAt: DUE, ...payload } };
+  const body = {
+    id: "m1",
+    type: "ScheduleTimer",
+    tenantId: "acme",
+    timestampMs: 7,
+    payload: { tenantId: "acme", serviceCallId: "c1", dueAt: DUE, ...payload },
+  };
   return decoder.decode(rawCommand("timer.commands.schedule.acme", body));
 }
 
@@ -37,7 +48,10 @@ describe("CommandDecoder: repeat and maxLatenessMs", () => {
       dueAtMs: Date.parse("2026-01-05T08:00:00Z"),
       repeat: { cron: "0 9 * * MON-FRI", timezone: "Europe/Berlin", firstDueAtMs: Date.parse("2026-01-05T08:00:00Z") },
     });
-    expect(command(schedule({ repeat: { cron: "0 9 * * *" } }))).toMatchObject({ dueAtMs: Date.parse("2026-01-05T09:00:00Z"), repeat: { timezone: "UTC" } });
+    expect(command(schedule({ repeat: { cron: "0 9 * * *" } }))).toMatchObject({
+      dueAtMs: Date.parse("2026-01-05T09:00:00Z"),
+      repeat: { timezone: "UTC" },
+    });
   });
 
   it("when maxLatenessMs is 0 or more, then it is kept; null repeat and maxLatenessMs count as absent", () => {
@@ -80,7 +94,12 @@ describe("CommandDecoder: repeat and maxLatenessMs", () => {
   });
 
   it("when a cron rule's first occurrence is beyond the horizon, then DUE_TOO_FAR", () => {
-    const short = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 1, clock: new FakeClock(Date.parse("2026-01-05T00:00:00Z")), calendar: new CronerCalendar() });
+    const short = new CommandDecoder({
+      subjectPrefix: "timer",
+      maxHorizonDays: 1,
+      clock: new FakeClock(Date.parse("2026-01-05T00:00:00Z")),
+      calendar: new CronerCalendar(),
+    });
     const body = { tenantId: "acme", serviceCallId: "c1", dueAt: DUE, repeat: { cron: "0 0 1 6 *" } };
     expect(rejection(short.decode(rawCommand("timer.commands.schedule.acme", body))).code).toBe("DUE_TOO_FAR");
   });
@@ -90,7 +109,14 @@ describe("CommandDecoder: CancelTimersByPrefix", () => {
   const subject = "timer.commands.cancelprefix.acme";
 
   it("when an envelope is valid, then it becomes a cancelPrefix command", () => {
-    const body = { id: "m1", type: "CancelTimersByPrefix", tenantId: "acme", correlationId: "c", timestampMs: 9, payload: { tenantId: "acme", serviceCallIdPrefix: "order-4711:" } };
+    const body = {
+      id: "m1",
+      type: "CancelTimersByPrefix",
+      tenantId: "acme",
+      correlationId: "c",
+      timestampMs: 9,
+      payload: { tenantId: "acme", serviceCallIdPrefix: "order-4711:" },
+    };
     expect(decoder.decode(rawCommand(subject, body))).toEqual({
       ok: true,
       type: "CancelTimersByPrefix",
@@ -115,7 +141,13 @@ describe("CommandDecoder: CancelTimersByPrefix", () => {
   });
 
   it("when the envelope type does not match the subject, then UNKNOWN_TYPE", () => {
-    const body = { id: "m1", type: "CancelTimer", tenantId: "acme", timestampMs: 9, payload: { tenantId: "acme", serviceCallIdPrefix: "x" } };
+    const body = {
+      id: "m1",
+      type: "CancelTimer",
+      tenantId: "acme",
+      timestampMs: 9,
+      payload: { tenantId: "acme", serviceCallIdPrefix: "x" },
+    };
     expect(rejection(decoder.decode(rawCommand(subject, body))).code).toBe("UNKNOWN_TYPE");
   });
 

@@ -448,9 +448,7 @@ describe("CommandDecoder: what a rejection carries", () => {
   });
 
   it("when the id, correlationId and serviceCallId are invalid, then the rejection leaves them out", () => {
-    const rejection = rejected(
-      decode(scheduleSubject(), envelope({ id: emoji(129), correlationId: "" }, { serviceCallId: "a\u0000" })),
-    );
+    const rejection = rejected(decode(scheduleSubject(), envelope({ id: emoji(129), correlationId: "" }, { serviceCallId: "a\u0000" })));
 
     expect(rejection.code).toBe("INVALID_ENVELOPE");
     expect(rejection).not.toHaveProperty("commandId");
@@ -585,7 +583,12 @@ describe("CommandDecoder: boundaries", () => {
 
   it("when the clock moves, then the horizon moves with it", () => {
     const movingClock = new FakeClock(T0);
-    const shortHorizon = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 1, clock: movingClock, calendar: new CronerCalendar() });
+    const shortHorizon = new CommandDecoder({
+      subjectPrefix: "timer",
+      maxHorizonDays: 1,
+      clock: movingClock,
+      calendar: new CronerCalendar(),
+    });
     const body = envelope({}, { dueAt: formatInstant(T0 + DAY_MS + 1_000) });
 
     expect(shortHorizon.decode(rawCommand(scheduleSubject(), body)).ok).toBe(false);

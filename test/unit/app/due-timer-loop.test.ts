@@ -65,7 +65,17 @@ describe("DueTimerLoop (fake timers)", () => {
 
   function buildLoop(batchSize = 100): DueTimerLoop {
     const metrics = new RecordingMetrics();
-    const worker = new DueTimerWorker({ store, publisher, clock: dateClock, metrics, logger, batchSize, owner: "test", claimTtlMs: 30_000, calendar: new CronerCalendar() });
+    const worker = new DueTimerWorker({
+      store,
+      publisher,
+      clock: dateClock,
+      metrics,
+      logger,
+      batchSize,
+      owner: "test",
+      claimTtlMs: 30_000,
+      calendar: new CronerCalendar(),
+    });
     return new DueTimerLoop({ worker, store, clock: dateClock, logger, pollingIntervalMs: INTERVAL });
   }
 

@@ -20,7 +20,18 @@ describe("DueTimerWorker.poll", () => {
   let logger: RecordingLogger;
   let commandTs: number;
 
-  const worker = (batchSize = 100) => new DueTimerWorker({ store, publisher, clock, metrics, logger, batchSize, owner: "test", claimTtlMs: 30_000, calendar: new CronerCalendar() });
+  const worker = (batchSize = 100) =>
+    new DueTimerWorker({
+      store,
+      publisher,
+      clock,
+      metrics,
+      logger,
+      batchSize,
+      owner: "test",
+      claimTtlMs: 30_000,
+      calendar: new CronerCalendar(),
+    });
 
   async function apply(...commands: TimerCommand[]): Promise<void> {
     const decisions = await store.applyCommands(commands, (current, command) => decideCommand(current, command, clock.now()));
@@ -103,7 +114,15 @@ describe("DueTimerWorker.poll", () => {
     await worker().poll();
 
     expect(publisher.dueTimeReached).toEqual([
-      { tenantId: "acme", serviceCallId: "a", dueAtMs: T0 - 1_000, reachedAtMs: T0 + 250, generation: 1, data: '{"order":42}', correlationId: "req-42" },
+      {
+        tenantId: "acme",
+        serviceCallId: "a",
+        dueAtMs: T0 - 1_000,
+        reachedAtMs: T0 + 250,
+        generation: 1,
+        data: '{"order":42}',
+        correlationId: "req-42",
+      },
     ]);
   });
 

@@ -8,7 +8,13 @@ import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
 
 const schedule = (serviceCallId: string): TimerCommand => ({
-  kind: "schedule", tenantId: "acme", serviceCallId, dueAtMs: T0 + 60_000, data: null, correlationId: null, timestampMs: 1,
+  kind: "schedule",
+  tenantId: "acme",
+  serviceCallId,
+  dueAtMs: T0 + 60_000,
+  data: null,
+  correlationId: null,
+  timestampMs: 1,
 });
 
 describe("PrefixCancelSweeper", () => {
@@ -24,7 +30,10 @@ describe("PrefixCancelSweeper", () => {
     const sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger, batchSize: 2, idleCheckMs: 60_000 });
     sweeper.start();
 
-    await store.applyCommands([{ kind: "cancelPrefix", tenantId: "acme", serviceCallIdPrefix: "p:", correlationId: null, timestampMs: 2 }], decide);
+    await store.applyCommands(
+      [{ kind: "cancelPrefix", tenantId: "acme", serviceCallIdPrefix: "p:", correlationId: null, timestampMs: 2 }],
+      decide,
+    );
     sweeper.wake();
     for (let i = 0; i < 100 && (await store.unfinishedPrefixCancels()).length > 0; i++) await new Promise((r) => setTimeout(r, 10));
     await sweeper.stop();

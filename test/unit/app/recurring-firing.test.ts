@@ -37,7 +37,17 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
     const calendar = new CronerCalendar();
     const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock, calendar });
     processor = new TimerCommandProcessor({ decoder, store, publisher, clock, metrics, logger: silentLogger, onScheduled: () => {} });
-    worker = new DueTimerWorker({ store, publisher, clock, metrics, logger: silentLogger, batchSize: 100, owner: "test", claimTtlMs: 30_000, calendar });
+    worker = new DueTimerWorker({
+      store,
+      publisher,
+      clock,
+      metrics,
+      logger: silentLogger,
+      batchSize: 100,
+      owner: "test",
+      claimTtlMs: 30_000,
+      calendar,
+    });
     sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger: silentLogger, batchSize: 2, idleCheckMs: 1_000 });
     ts = 0;
   });
@@ -67,7 +77,11 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
 
   describe("DST", () => {
     it("when a daily 02:30 Europe/Berlin timer crosses spring forward, then the nonexistent 02:30 fires once at 03:00 CEST and 02:30 comes back the next day", async () => {
-      await send("schedule", { serviceCallId: "berlin", dueAt: "2026-03-27T00:00:00Z", repeat: { cron: "30 2 * * *", timezone: "Europe/Berlin" } });
+      await send("schedule", {
+        serviceCallId: "berlin",
+        dueAt: "2026-03-27T00:00:00Z",
+        repeat: { cron: "30 2 * * *", timezone: "Europe/Berlin" },
+      });
 
       await expectOccurrences([
         "2026-03-27T01:30:00.000Z", // 02:30 CET
@@ -79,7 +93,11 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
     });
 
     it("when a daily 02:30 Europe/Berlin timer crosses fall back, then the twice-existing 02:30 fires once, at its first instant", async () => {
-      await send("schedule", { serviceCallId: "berlin", dueAt: "2026-10-24T00:00:00Z", repeat: { cron: "30 2 * * *", timezone: "Europe/Berlin" } });
+      await send("schedule", {
+        serviceCallId: "berlin",
+        dueAt: "2026-10-24T00:00:00Z",
+        repeat: { cron: "30 2 * * *", timezone: "Europe/Berlin" },
+      });
 
       await expectOccurrences(["2026-10-24T00:30:00.000Z", "2026-10-25T00:30:00.000Z"]);
       expect(await pollAt("2026-10-25T01:30:00.000Z"), "the second 02:30 (CET)").toEqual([]);
@@ -88,13 +106,21 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
     });
 
     it("when a 09:00 America/New_York weekday timer crosses spring forward, then it stays 09:00 local (14:00Z, then 13:00Z) and skips the weekend", async () => {
-      await send("schedule", { serviceCallId: "ny", dueAt: "2026-03-05T15:00:00Z", repeat: { cron: "0 9 * * MON-FRI", timezone: "America/New_York" } });
+      await send("schedule", {
+        serviceCallId: "ny",
+        dueAt: "2026-03-05T15:00:00Z",
+        repeat: { cron: "0 9 * * MON-FRI", timezone: "America/New_York" },
+      });
 
       await expectOccurrences(["2026-03-06T14:00:00.000Z", "2026-03-09T13:00:00.000Z", "2026-03-10T13:00:00.000Z"]);
     });
 
     it("when a 09:00 America/New_York weekday timer crosses fall back, then it stays 09:00 local (13:00Z, then 14:00Z)", async () => {
-      await send("schedule", { serviceCallId: "ny", dueAt: "2026-10-29T12:00:00Z", repeat: { cron: "0 9 * * MON-FRI", timezone: "America/New_York" } });
+      await send("schedule", {
+        serviceCallId: "ny",
+        dueAt: "2026-10-29T12:00:00Z",
+        repeat: { cron: "0 9 * * MON-FRI", timezone: "America/New_York" },
+      });
 
       await expectOccurrences(["2026-10-29T13:00:00.000Z", "2026-10-30T13:00:00.000Z", "2026-11-02T14:00:00.000Z"]);
     });
@@ -102,7 +128,12 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
     it("when an everyMs timer crosses a DST change, then it keeps absolute time: one hour is 3,600,000 ms", async () => {
       await send("schedule", { serviceCallId: "hourly", dueAt: "2026-03-29T00:00:00+01:00", repeat: { everyMs: HOUR_MS } });
 
-      await expectOccurrences(["2026-03-28T23:00:00.000Z", "2026-03-29T00:00:00.000Z", "2026-03-29T01:00:00.000Z", "2026-03-29T02:00:00.000Z"]);
+      await expectOccurrences([
+        "2026-03-28T23:00:00.000Z",
+        "2026-03-29T00:00:00.000Z",
+        "2026-03-29T01:00:00.000Z",
+        "2026-03-29T02:00:00.000Z",
+      ]);
     });
   });
 
@@ -113,7 +144,11 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
 
       expect(await pollAt("2026-01-01T00:00:11.500Z")).toEqual(["2026-01-01T00:00:11.000Z"]);
       expect(publisher.dueTimeReached[0]).toMatchObject({ occurrence: 11, missedOccurrences: 10, data: '{"n":1}', generation: 1 });
-      expect(await store.get({ tenantId: "acme", serviceCallId: "tick" })).toMatchObject({ state: "Scheduled", dueAtMs: at("2026-01-01T00:00:12Z"), occurrence: 12 });
+      expect(await store.get({ tenantId: "acme", serviceCallId: "tick" })).toMatchObject({
+        state: "Scheduled",
+        dueAtMs: at("2026-01-01T00:00:12Z"),
+        occurrence: 12,
+      });
       await expectOccurrences(["2026-01-01T00:00:12.000Z"]);
       expect(publisher.dueTimeReached[1]).toMatchObject({ occurrence: 12 });
       expect(publisher.dueTimeReached[1]!.missedOccurrences).toBeUndefined();
@@ -131,7 +166,11 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
     });
 
     it("when until is passed, then the last occurrence at or before it is the last event", async () => {
-      await send("schedule", { serviceCallId: "until", dueAt: "2026-01-01T00:01:00Z", repeat: { everyMs: 60_000, until: "2026-01-01T00:02:30Z" } });
+      await send("schedule", {
+        serviceCallId: "until",
+        dueAt: "2026-01-01T00:01:00Z",
+        repeat: { everyMs: 60_000, until: "2026-01-01T00:02:30Z" },
+      });
 
       await expectOccurrences(["2026-01-01T00:01:00.000Z", "2026-01-01T00:02:00.000Z"]);
 
@@ -154,10 +193,18 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
       expect(await store.get({ tenantId: "acme", serviceCallId: "re" })).toMatchObject({ occurrence: 4, generation: 1, commandTs: 2 });
 
       await send("schedule", { ...command, maxLatenessMs: 500 }, 3);
-      expect(await store.get({ tenantId: "acme", serviceCallId: "re" })).toMatchObject({ occurrence: 4, generation: 1, maxLatenessMs: 500 });
+      expect(await store.get({ tenantId: "acme", serviceCallId: "re" })).toMatchObject({
+        occurrence: 4,
+        generation: 1,
+        maxLatenessMs: 500,
+      });
 
       await send("schedule", { ...command, repeat: { everyMs: 2_000 } }, 4);
-      expect(await store.get({ tenantId: "acme", serviceCallId: "re" })).toMatchObject({ occurrence: 1, generation: 2, dueAtMs: at("2026-01-01T00:00:01Z") });
+      expect(await store.get({ tenantId: "acme", serviceCallId: "re" })).toMatchObject({
+        occurrence: 1,
+        generation: 2,
+        dueAtMs: at("2026-01-01T00:00:01Z"),
+      });
     });
   });
 
@@ -170,7 +217,15 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
 
       expect(publisher.dueTimeReached).toEqual([]);
       expect(publisher.dueTimeMissed).toEqual([
-        { tenantId: "acme", serviceCallId: "late", dueAtMs: at("2026-01-01T00:00:10Z"), missedAtMs: at("2026-01-01T00:00:11.001Z"), generation: 1, data: '{"a":1}', correlationId: null },
+        {
+          tenantId: "acme",
+          serviceCallId: "late",
+          dueAtMs: at("2026-01-01T00:00:10Z"),
+          missedAtMs: at("2026-01-01T00:00:11.001Z"),
+          generation: 1,
+          data: '{"a":1}',
+          correlationId: null,
+        },
       ]);
       expect(await store.get({ tenantId: "acme", serviceCallId: "late" })).toMatchObject({ state: "Missed" });
       expect(metrics.missed).toBe(1);
@@ -196,7 +251,8 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
 
   describe("prefix cancel", () => {
     it("when a prefix cancel is recorded, then matching timers never fire, even before the sweep reaches them; others do", async () => {
-      for (const id of ["order-1:a", "order-1:b", "order-1:c", "order-2:a"]) await send("schedule", { serviceCallId: id, dueAt: "2026-01-01T00:00:10Z" });
+      for (const id of ["order-1:a", "order-1:b", "order-1:c", "order-2:a"])
+        await send("schedule", { serviceCallId: id, dueAt: "2026-01-01T00:00:10Z" });
       expect(await send("cancelprefix", { serviceCallIdPrefix: "order-1:" })).toBe("ack");
       expect(metrics.count("CancelTimersByPrefix", "accepted")).toBe(1);
 

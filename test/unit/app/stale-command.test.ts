@@ -41,8 +41,10 @@ describe("the stale-command rule (CONTRACT §7)", () => {
     return { processor, memory, store, metrics };
   }
 
-  const command = (serviceCallId: string, timestampMs: number) =>
-    ({ ...rawCommand(scheduleSubject("acme"), scheduleEnvelope({ serviceCallId, dueAt: new Date(T0 + HOUR).toISOString(), timestampMs })), deliveryCount: 1 });
+  const command = (serviceCallId: string, timestampMs: number) => ({
+    ...rawCommand(scheduleSubject("acme"), scheduleEnvelope({ serviceCallId, dueAt: new Date(T0 + HOUR).toISOString(), timestampMs })),
+    deliveryCount: 1,
+  });
 
   it("when a command is older than now − retention, then it is acked as ignored without touching the store; newer ones in the batch apply", async () => {
     const { processor, memory, store, metrics } = setup(HOUR);

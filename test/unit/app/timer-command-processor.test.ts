@@ -15,13 +15,7 @@ import { RecordingEventPublisher } from "../../support/fakes/recording-event-pub
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
 import { DelegatingTimerStore } from "../../support/fakes/delegating-timer-store.js";
-import {
-  cancelEnvelope,
-  cancelSubject,
-  rawCommand,
-  scheduleEnvelope,
-  scheduleSubject,
-} from "../../support/fakes/command-messages.js";
+import { cancelEnvelope, cancelSubject, rawCommand, scheduleEnvelope, scheduleSubject } from "../../support/fakes/command-messages.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
 
 /** A store whose `applyCommands` fails (a transient storage fault) while `failing` is set. */
@@ -302,7 +296,9 @@ describe("TimerCommandProcessor", () => {
       ]);
 
       expect(settlements.map((s) => s.kind)).toEqual(["term", "ack"]);
-      expect(publisher.commandRejected).toEqual([expect.objectContaining({ id: "rejected:S:poison", subject: "timer.commands.schedule.acme" })]);
+      expect(publisher.commandRejected).toEqual([
+        expect.objectContaining({ id: "rejected:S:poison", subject: "timer.commands.schedule.acme" }),
+      ]);
       expect(logger.at("error")).toHaveLength(1);
       expect(await store.get(key("poison"))).toBeUndefined();
       expect((await store.get(key("fine")))?.state).toBe("Scheduled");

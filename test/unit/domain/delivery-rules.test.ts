@@ -11,14 +11,49 @@ const calendar = new CronerCalendar();
 
 function fired(fields: Partial<Timer> = {}): Timer {
   return {
-    tenantId: "acme", serviceCallId: "s", state: "Fired", dueAtMs: 100, data: null, correlationId: null, commandTs: 50, generation: 1,
-    registeredAtMs: 0, reachedAtMs: 1_000, updatedAtMs: 1_000, repeat: null, occurrence: 1, maxLatenessMs: null,
-    delivery: POLICY, attempt: 1, firedAtMs: 1_000, deadlineAtMs: 11_000, ...fields,
+    tenantId: "acme",
+    serviceCallId: "s",
+    state: "Fired",
+    dueAtMs: 100,
+    data: null,
+    correlationId: null,
+    commandTs: 50,
+    generation: 1,
+    registeredAtMs: 0,
+    reachedAtMs: 1_000,
+    updatedAtMs: 1_000,
+    repeat: null,
+    occurrence: 1,
+    maxLatenessMs: null,
+    delivery: POLICY,
+    attempt: 1,
+    firedAtMs: 1_000,
+    deadlineAtMs: 11_000,
+    ...fields,
   };
 }
-const complete = (timestampMs = 60, result: string | null = null): ReportCommand => ({ kind: "complete", tenantId: "acme", serviceCallId: "s", result, correlationId: null, timestampMs });
-const fail = (timestampMs = 60, reason = "boom"): ReportCommand => ({ kind: "fail", tenantId: "acme", serviceCallId: "s", reason, correlationId: null, timestampMs });
-const asDeadline = (timer: Timer): DeadlineTimer => ({ ...timer, delivery: timer.delivery!, attempt: timer.attempt!, deadlineAtMs: timer.deadlineAtMs! });
+const complete = (timestampMs = 60, result: string | null = null): ReportCommand => ({
+  kind: "complete",
+  tenantId: "acme",
+  serviceCallId: "s",
+  result,
+  correlationId: null,
+  timestampMs,
+});
+const fail = (timestampMs = 60, reason = "boom"): ReportCommand => ({
+  kind: "fail",
+  tenantId: "acme",
+  serviceCallId: "s",
+  reason,
+  correlationId: null,
+  timestampMs,
+});
+const asDeadline = (timer: Timer): DeadlineTimer => ({
+  ...timer,
+  delivery: timer.delivery!,
+  attempt: timer.attempt!,
+  deadlineAtMs: timer.deadlineAtMs!,
+});
 
 describe("retryDelayMs", () => {
   it("when attempt n failed, then the wait is backoffMs × 2^(n−1)", () => {
@@ -31,7 +66,11 @@ describe("firing a tracked timer", () => {
     const timer = { ...fired({ state: "Scheduled", reachedAtMs: null }) } as FiringTimer;
     const decision = decideFiring(timer, 2_000, calendar, null);
     expect(decision.kind).toBe("reached");
-    expect(decision.next).toMatchObject({ state: "Fired", reachedAtMs: 2_000, tracking: { attempt: 1, firedAtMs: 2_000, deadlineAtMs: 12_000 } });
+    expect(decision.next).toMatchObject({
+      state: "Fired",
+      reachedAtMs: 2_000,
+      tracking: { attempt: 1, firedAtMs: 2_000, deadlineAtMs: 12_000 },
+    });
   });
 
   it("when a timer with delivery is too late, then it is Missed and not tracked", () => {
@@ -53,7 +92,11 @@ describe("decideReport", () => {
   });
 
   it("when TimerFailed reaches the last attempt, then the timer is Failed", () => {
-    expect(decideReport(fired({ attempt: 3 }), fail(), 5_000).next).toMatchObject({ state: "Failed", lastReason: "boom", deadlineAtMs: null });
+    expect(decideReport(fired({ attempt: 3 }), fail(), 5_000).next).toMatchObject({
+      state: "Failed",
+      lastReason: "boom",
+      deadlineAtMs: null,
+    });
   });
 
   it("when maxRetries is 0, then the first failure is final", () => {
@@ -99,20 +142,34 @@ describe("decideReport", () => {
 
   it("when a ScheduleTimer or CancelTimer reaches a Fired timer, then it is ignored (its event is out)", () => {
     const timer = fired();
-    expect(decideCommand(timer, { kind: "cancel", tenantId: "acme", serviceCallId: "s", correlationId: null, timestampMs: 99 }, 5_000).outcome).toBe("ignored");
-    expect(decideCommand(timer, { kind: "schedule", tenantId: "acme", serviceCallId: "s", dueAtMs: 1, data: null, correlationId: null, timestampMs: 99 }, 5_000).outcome).toBe("ignored");
+    expect(
+      decideCommand(timer, { kind: "cancel", tenantId: "acme", serviceCallId: "s", correlationId: null, timestampMs: 99 }, 5_000).outcome,
+    ).toBe("ignored");
+    expect(
+      decideCommand(
+        timer,
+        { kind: "schedule", tenantId: "acme", serviceCallId: "s", dueAtMs: 1, data: null, correlationId: null, timestampMs: 99 },
+        5_000,
+      ).outcome,
+    ).toBe("ignored");
   });
 });
 
 describe("decideDeadline", () => {
   it("when a waiting retry's deadline passes, then attempt + 1 is published and its completion time-out runs", () => {
     const decision = decideDeadline(asDeadline(fired({ reachedAtMs: null, lastReason: "x", deadlineAtMs: 6_000 })), 6_010);
-    expect(decision).toEqual({ kind: "retry", next: { state: "Fired", attempt: 2, reachedAtMs: 6_010, deadlineAtMs: 16_010, lastReason: "x", updatedAtMs: 6_010 } });
+    expect(decision).toEqual({
+      kind: "retry",
+      next: { state: "Fired", attempt: 2, reachedAtMs: 6_010, deadlineAtMs: 16_010, lastReason: "x", updatedAtMs: 6_010 },
+    });
   });
 
   it("when the completion time-out passes with attempts left, then a timeout failure is counted and the retry waits", () => {
     const decision = decideDeadline(asDeadline(fired({ attempt: 2 })), 11_000);
-    expect(decision).toEqual({ kind: "timeout", next: { state: "Fired", attempt: 2, reachedAtMs: null, deadlineAtMs: 13_000, lastReason: "timeout", updatedAtMs: 11_000 } });
+    expect(decision).toEqual({
+      kind: "timeout",
+      next: { state: "Fired", attempt: 2, reachedAtMs: null, deadlineAtMs: 13_000, lastReason: "timeout", updatedAtMs: 11_000 },
+    });
   });
 
   it("when the completion time-out of the last attempt passes, then the timer is TimedOut", () => {
@@ -128,15 +185,60 @@ describe("decideDeadline", () => {
 
 describe("ScheduleTimer with delivery", () => {
   it("when a tracked timer is created, then delivery and the audit members are stored; a later schedule keeps the creator", () => {
-    const first = decideCommand(undefined, { kind: "schedule", tenantId: "acme", serviceCallId: "s", dueAtMs: 5, data: null, correlationId: null, timestampMs: 1, delivery: POLICY, createdBy: "alice", createdVia: "api" }, 0);
+    const first = decideCommand(
+      undefined,
+      {
+        kind: "schedule",
+        tenantId: "acme",
+        serviceCallId: "s",
+        dueAtMs: 5,
+        data: null,
+        correlationId: null,
+        timestampMs: 1,
+        delivery: POLICY,
+        createdBy: "alice",
+        createdVia: "api",
+      },
+      0,
+    );
     expect(first.next).toMatchObject({ delivery: POLICY, createdBy: "alice", createdVia: "api" });
-    const moved = decideCommand(first.next, { kind: "schedule", tenantId: "acme", serviceCallId: "s", dueAtMs: 9, data: null, correlationId: null, timestampMs: 2, createdBy: "bob" }, 0);
+    const moved = decideCommand(
+      first.next,
+      {
+        kind: "schedule",
+        tenantId: "acme",
+        serviceCallId: "s",
+        dueAtMs: 9,
+        data: null,
+        correlationId: null,
+        timestampMs: 2,
+        createdBy: "bob",
+      },
+      0,
+    );
     expect(moved.next).toMatchObject({ delivery: null, createdBy: "alice", generation: 2 });
   });
 
   it("when only the delivery policy changes, then it is stored without a new generation", () => {
-    const first = decideCommand(undefined, { kind: "schedule", tenantId: "acme", serviceCallId: "s", dueAtMs: 5, data: null, correlationId: null, timestampMs: 1 }, 0);
-    const changed = decideCommand(first.next, { kind: "schedule", tenantId: "acme", serviceCallId: "s", dueAtMs: 5, data: null, correlationId: null, timestampMs: 2, delivery: POLICY }, 0);
+    const first = decideCommand(
+      undefined,
+      { kind: "schedule", tenantId: "acme", serviceCallId: "s", dueAtMs: 5, data: null, correlationId: null, timestampMs: 1 },
+      0,
+    );
+    const changed = decideCommand(
+      first.next,
+      {
+        kind: "schedule",
+        tenantId: "acme",
+        serviceCallId: "s",
+        dueAtMs: 5,
+        data: null,
+        correlationId: null,
+        timestampMs: 2,
+        delivery: POLICY,
+      },
+      0,
+    );
     expect(changed).toMatchObject({ outcome: "accepted", next: { delivery: POLICY, generation: 1 } });
   });
 });

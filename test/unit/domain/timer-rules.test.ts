@@ -323,7 +323,11 @@ describe("decideCommand: generation (CONTRACT §10)", () => {
 
   it("when a schedule repeats the timer as it is, then the generation stays", () => {
     const current = timer({ generation: 2 });
-    const decision = decideCommand(current, schedule({ dueAtMs: current.dueAtMs!, data: current.data, correlationId: current.correlationId, timestampMs: 200 }), LATER);
+    const decision = decideCommand(
+      current,
+      schedule({ dueAtMs: current.dueAtMs!, data: current.data, correlationId: current.correlationId, timestampMs: 200 }),
+      LATER,
+    );
 
     expect(decision.outcome).toBe("ignored");
     expect(decision.next?.generation).toBe(2);
