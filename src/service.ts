@@ -130,31 +130,17 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   });
   const calendar = new CronerCalendar();
   // Completion tracking (CONTRACT §11): retries and completion time-outs of Fired timers.
+  // What both firing workers share: where they read and write, publish, and whose claims they take.
+  const firing = { store, publisher, clock, metrics, logger, batchSize: config.batchSize, owner, claimTtlMs: config.storage.claimTtlMs };
   const deadlineLoop = new DeliveryDeadlineLoop({
-    worker: new DeliveryDeadlineWorker({
-      store,
-      publisher,
-      clock,
-      metrics,
-      logger,
-      batchSize: config.batchSize,
-      owner,
-      claimTtlMs: config.storage.claimTtlMs,
-    }),
+    worker: new DeliveryDeadlineWorker(firing),
     store,
     clock,
     logger,
     pollingIntervalMs: config.pollingIntervalMs,
   });
   const worker = new DueTimerWorker({
-    store,
-    publisher,
-    clock,
-    metrics,
-    logger,
-    batchSize: config.batchSize,
-    owner,
-    claimTtlMs: config.storage.claimTtlMs,
+    ...firing,
     calendar,
     onTracked: (deadlineAtMs) => deadlineLoop.wake(deadlineAtMs),
   });
