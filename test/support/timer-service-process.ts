@@ -143,7 +143,14 @@ export class TimerServiceProcess {
 
   /** Kills the process if it runs and removes the database folder. */
   async dispose(): Promise<void> {
-    if (this.child !== undefined) await this.kill("SIGKILL").catch(() => undefined);
+    // SIGTERM first: a stopped SQLite instance gives its consumer lease up, so the next test's
+    // instance on the same broker need not wait for it to lapse. SIGKILL when that takes too long.
+    const child = this.child;
+    if (child !== undefined) {
+      const killer = setTimeout(() => child.kill("SIGKILL"), 3_000);
+      await this.kill("SIGTERM").catch(() => undefined);
+      clearTimeout(killer);
+    }
     rmSync(this.dataDir, { recursive: true, force: true });
     if (this.env.TIMER_STORE === "postgres" && this.env.TIMER_DATABASE_SCHEMA !== undefined) {
       await dropSchema(this.env.TIMER_DATABASE_SCHEMA).catch(() => undefined);
