@@ -2,6 +2,7 @@ import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerStore } from "../timer-store.js";
 import type { DeliveryDeadlineWorker } from "./delivery-deadline-worker.js";
+import { WakeableSleep } from "./wakeable-sleep.js";
 
 export interface DeliveryDeadlineLoopDeps {
   readonly worker: DeliveryDeadlineWorker;
@@ -22,13 +23,12 @@ const FAILURE_BACKOFF_BASE_MS = 100;
 export class DeliveryDeadlineLoop {
   private running: Promise<void> | undefined;
   private stopped = false;
-  private sleepTimer: NodeJS.Timeout | undefined;
-  private endSleep: (() => void) | undefined;
-  private wakeAtMs = Number.POSITIVE_INFINITY;
-  private wakeRequestMs = Number.POSITIVE_INFINITY;
+  private readonly sleeper: WakeableSleep;
   private failures = 0;
 
-  constructor(private readonly deps: DeliveryDeadlineLoopDeps) {}
+  constructor(private readonly deps: DeliveryDeadlineLoopDeps) {
+    this.sleeper = new WakeableSleep(deps.clock, deps.pollingIntervalMs);
+  }
 
   start(): void {
     if (this.running !== undefined) return;
@@ -38,26 +38,20 @@ export class DeliveryDeadlineLoop {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.sleepTimer !== undefined) clearTimeout(this.sleepTimer);
-    this.endSleep?.();
+    this.sleeper.interrupt();
     await this.running;
     this.running = undefined;
   }
 
   /** A deadline at `atMs` was set: look no later than then. */
   wake(atMs: number = Number.NEGATIVE_INFINITY): void {
-    if (this.endSleep === undefined) {
-      if (atMs < this.wakeRequestMs) this.wakeRequestMs = atMs;
-      return;
-    }
-    if (atMs >= this.wakeAtMs) return;
-    this.sleep(Math.min(this.deps.pollingIntervalMs, Math.max(0, atMs - this.deps.clock.now())));
+    this.sleeper.wake(atMs);
   }
 
   private async run(): Promise<void> {
     const { worker, store, clock, logger, pollingIntervalMs } = this.deps;
     while (!this.stopped) {
-      this.wakeRequestMs = Number.POSITIVE_INFINITY;
+      this.sleeper.beginCycle();
       let delayMs = pollingIntervalMs;
       try {
         let report;
@@ -74,23 +68,7 @@ export class DeliveryDeadlineLoop {
       }
       if (this.failures > 0) delayMs = Math.min(pollingIntervalMs, FAILURE_BACKOFF_BASE_MS * 2 ** Math.min(this.failures - 1, 16));
       if (this.stopped) break;
-      delayMs = Math.max(0, Math.min(delayMs, this.wakeRequestMs - clock.now()));
-      await new Promise<void>((resolve) => {
-        this.endSleep = resolve;
-        this.sleep(delayMs);
-      });
-      this.endSleep = undefined;
-      this.wakeAtMs = Number.POSITIVE_INFINITY;
+      await this.sleeper.sleep(delayMs);
     }
-  }
-
-  private sleep(delayMs: number): void {
-    if (this.sleepTimer !== undefined) clearTimeout(this.sleepTimer);
-    this.wakeAtMs = this.deps.clock.now() + delayMs;
-    const endSleep = this.endSleep;
-    this.sleepTimer = setTimeout(() => {
-      this.sleepTimer = undefined;
-      endSleep?.();
-    }, delayMs);
   }
 }

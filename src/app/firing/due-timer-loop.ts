@@ -2,6 +2,7 @@ import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { DueCursor, TimerStore } from "../timer-store.js";
 import type { DueTimerWorker, PollReport } from "./due-timer-worker.js";
+import { WakeableSleep } from "./wakeable-sleep.js";
 
 export interface DueTimerLoopDeps {
   readonly worker: DueTimerWorker;
@@ -25,15 +26,12 @@ const PIPELINE_DEPTH = 8;
 export class DueTimerLoop {
   private running: Promise<void> | undefined;
   private stopped = false;
-  private sleepTimer: NodeJS.Timeout | undefined;
-  private endSleep: (() => void) | undefined;
-  /** Wall-clock time the current sleep is meant to end; Infinity while polling. */
-  private wakeAtMs = Number.POSITIVE_INFINITY;
-  /** Earliest due time announced by `wake` while not sleeping (polling or computing the delay). */
-  private wakeRequestMs = Number.POSITIVE_INFINITY;
+  private readonly sleeper: WakeableSleep;
   private consecutiveFailures = 0;
 
-  constructor(private readonly deps: DueTimerLoopDeps) {}
+  constructor(private readonly deps: DueTimerLoopDeps) {
+    this.sleeper = new WakeableSleep(deps.clock, deps.pollingIntervalMs);
+  }
 
   start(): void {
     if (this.running !== undefined) return;
@@ -44,40 +42,24 @@ export class DueTimerLoop {
   /** Stops after the poll in hand (its publishes and marks complete). */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.sleepTimer !== undefined) clearTimeout(this.sleepTimer);
-    this.endSleep?.();
+    this.sleeper.interrupt();
     await this.running;
     this.running = undefined;
   }
 
   /** A timer due at `dueAtMs` (or anything, when omitted) was scheduled: wake no later than then. */
   wake(dueAtMs: number = Number.NEGATIVE_INFINITY): void {
-    if (this.endSleep === undefined) {
-      // Not sleeping: the poll in hand may have read before this timer was stored; the next sleep
-      // must end by its due time.
-      if (dueAtMs < this.wakeRequestMs) this.wakeRequestMs = dueAtMs;
-      return;
-    }
-    if (dueAtMs >= this.wakeAtMs) return;
-    // Capped: after a wall-clock step back, wakeAtMs (reckoned before the step) can lie far ahead
-    // of a new due time that is itself far ahead; an uncapped sleep would then stall the loop.
-    this.sleep(Math.min(this.deps.pollingIntervalMs, Math.max(0, dueAtMs - this.deps.clock.now())));
+    this.sleeper.wake(dueAtMs);
   }
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      this.wakeRequestMs = Number.POSITIVE_INFINITY;
+      this.sleeper.beginCycle();
       await this.pollUntilDrained();
       if (this.stopped) break;
-      let delayMs = await this.nextDelayMs();
+      const delayMs = await this.nextDelayMs();
       if (this.stopped) break;
-      delayMs = Math.max(0, Math.min(delayMs, this.wakeRequestMs - this.deps.clock.now()));
-      await new Promise<void>((resolve) => {
-        this.endSleep = resolve;
-        this.sleep(delayMs);
-      });
-      this.endSleep = undefined;
-      this.wakeAtMs = Number.POSITIVE_INFINITY;
+      await this.sleeper.sleep(delayMs);
     }
   }
 
@@ -136,16 +118,5 @@ export class DueTimerLoop {
       logger.error({ err: error }, "reading the next due time failed");
       return pollingIntervalMs;
     }
-  }
-
-  /** (Re)arms the sleep to end after `delayMs`; setTimeout runs on the monotonic clock. */
-  private sleep(delayMs: number): void {
-    if (this.sleepTimer !== undefined) clearTimeout(this.sleepTimer);
-    this.wakeAtMs = this.deps.clock.now() + delayMs;
-    const endSleep = this.endSleep;
-    this.sleepTimer = setTimeout(() => {
-      this.sleepTimer = undefined;
-      endSleep?.();
-    }, delayMs);
   }
 }
