@@ -181,7 +181,10 @@ export function loadConfig(env: Env): TimerServiceConfig {
   };
   const { user, password, tlsCertFile, tlsKeyFile } = config.natsCredentials;
   if ((user === undefined) !== (password === undefined)) {
-    throw new ConfigError(user === undefined ? "TIMER_NATS_USER" : "TIMER_NATS_PASSWORD", "TIMER_NATS_USER and TIMER_NATS_PASSWORD go together");
+    throw new ConfigError(
+      user === undefined ? "TIMER_NATS_USER" : "TIMER_NATS_PASSWORD",
+      "TIMER_NATS_USER and TIMER_NATS_PASSWORD go together",
+    );
   }
   const login = urlLogin(brokerUrls);
   const logins = [
@@ -192,7 +195,10 @@ export function loadConfig(env: Env): TimerServiceConfig {
   ];
   if (logins.length > 1) throw new ConfigError(logins[1]!, `use one way to log in to NATS, not ${logins.join(" and ")}`);
   if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
-    throw new ConfigError(tlsCertFile === undefined ? "TIMER_NATS_TLS_CERT_FILE" : "TIMER_NATS_TLS_KEY_FILE", "the TLS certificate and key go together");
+    throw new ConfigError(
+      tlsCertFile === undefined ? "TIMER_NATS_TLS_CERT_FILE" : "TIMER_NATS_TLS_KEY_FILE",
+      "the TLS certificate and key go together",
+    );
   }
   if (config.commandsStream === config.eventsStream) {
     throw new ConfigError("TIMER_EVENTS_STREAM", "must differ from TIMER_COMMANDS_STREAM");

@@ -148,7 +148,13 @@ const report = {
   lost: dueAt.size,
   early,
   duplicates,
-  rssMB: { first: first.rssMB, last: last.rssMB, max: Math.max(...samples.map((s) => s.rssMB)), steadyMin: Math.min(...steady.map((s) => s.rssMB)), steadyMax: Math.max(...steady.map((s) => s.rssMB)) },
+  rssMB: {
+    first: first.rssMB,
+    last: last.rssMB,
+    max: Math.max(...samples.map((s) => s.rssMB)),
+    steadyMin: Math.min(...steady.map((s) => s.rssMB)),
+    steadyMax: Math.max(...steady.map((s) => s.rssMB)),
+  },
   // Growth per minute over the last half of the run: a plateau shows as ~0, a leak as a steady rise.
   lastHalfSlopeMBPerMin: {
     rss: slopePerMinute(samples.slice(Math.floor(samples.length / 2)), (s) => s.rssMB),
@@ -157,7 +163,11 @@ const report = {
   eventLoopP99Ms: { first: first.eventLoopP99Ms, last: last.eventLoopP99Ms, max: Math.max(...samples.map((s) => s.eventLoopP99Ms)) },
   fireLagP99Ms: { max: Math.max(...samples.map((s) => s.fireLagP99Ms)) },
   lateOver100Ms,
-  serviceWarnings: service.logs().filter((line) => line.level === "warn" || line.level === "error").map((line) => line.msg).slice(0, 20),
+  serviceWarnings: service
+    .logs()
+    .filter((line) => line.level === "warn" || line.level === "error")
+    .map((line) => line.msg)
+    .slice(0, 20),
   samples,
 };
 process.stdout.write(`${JSON.stringify(report)}\n`);

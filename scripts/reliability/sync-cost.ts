@@ -66,10 +66,17 @@ async function fireCase(dir: string, mode: Mode, round: number): Promise<{ wallU
   const n = Math.min(COMMANDS, 10_000);
   const past = Date.now() - 60_000;
   const commands: TimerCommand[] = Array.from({ length: n }, (_, i) => ({
-    kind: "schedule", tenantId: "sync", serviceCallId: `f-${i}`, dueAtMs: past + i, data: null, correlationId: null, timestampMs: Date.now(),
+    kind: "schedule",
+    tenantId: "sync",
+    serviceCallId: `f-${i}`,
+    dueAtMs: past + i,
+    data: null,
+    correlationId: null,
+    timestampMs: Date.now(),
   }));
   const nowMs = Date.now();
-  for (let i = 0; i < n; i += 1000) await store.applyCommands(commands.slice(i, i + 1000), (current, command) => decideCommand(current, command, nowMs));
+  for (let i = 0; i < n; i += 1000)
+    await store.applyCommands(commands.slice(i, i + 1000), (current, command) => decideCommand(current, command, nowMs));
   const c0 = cpuUs();
   const t0 = performance.now();
   let fired = 0;
@@ -77,7 +84,12 @@ async function fireCase(dir: string, mode: Mode, round: number): Promise<{ wallU
     const now = Date.now();
     const due = await store.claimDue({ nowMs: now, limit: 100, owner: "sync", leaseUntilMs: now + 30_000 });
     if (due.length === 0) break;
-    await store.recordFirings(due.map((t) => ({ ...t, next: { state: "Reached", dueAtMs: t.dueAtMs, occurrence: 1, reachedAtMs: now, commandTs: t.commandTs, updatedAtMs: now } })));
+    await store.recordFirings(
+      due.map((t) => ({
+        ...t,
+        next: { state: "Reached", dueAtMs: t.dueAtMs, occurrence: 1, reachedAtMs: now, commandTs: t.commandTs, updatedAtMs: now },
+      })),
+    );
     fired += due.length;
   }
   const result = { wallUs: ((performance.now() - t0) * 1000) / fired, cpuUs: (cpuUs() - c0) / fired };

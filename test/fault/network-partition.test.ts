@@ -7,7 +7,16 @@ import { EventStreamReader, type StreamedDueEvent } from "../support/event-strea
 import { ServiceNamespace } from "../support/network-namespace.js";
 import { DelayProxy } from "../support/delay-proxy.js";
 import { TEST_DATABASE_URL, uniqueSchema } from "../support/test-postgres.js";
-import { TENANT, commandBacklog, earlyEvents, mismatchedEvents, planTimers, scheduleAll, until, type PlannedTimer } from "./fault-support.js";
+import {
+  TENANT,
+  commandBacklog,
+  earlyEvents,
+  mismatchedEvents,
+  planTimers,
+  scheduleAll,
+  until,
+  type PlannedTimer,
+} from "./fault-support.js";
 
 /**
  * Partitions between the service and the broker (and Postgres), not a broker that is down: the
@@ -42,7 +51,10 @@ interface Stack {
 }
 
 /** The broker on loopback, the service (SQLite) in a namespace of its own, producer and reader on loopback. */
-async function startStack(label: string, options: { viaProxy?: DelayProxy | ((natsPort: number) => Promise<DelayProxy>) } = {}): Promise<Stack & { proxy?: DelayProxy }> {
+async function startStack(
+  label: string,
+  options: { viaProxy?: DelayProxy | ((natsPort: number) => Promise<DelayProxy>) } = {},
+): Promise<Stack & { proxy?: DelayProxy }> {
   const nats = await NatsServerProcess.start();
   cleanups.push(() => nats.dispose());
   const ns = ServiceNamespace.create(label);
@@ -81,7 +93,10 @@ async function waitForReadyzIn(ns: ServiceNamespace, service: TimerServiceProces
 }
 
 /** Reads /readyz from inside the namespace every 500 ms until stopped: [ms since start, status]. */
-function probeReadyz(ns: ServiceNamespace, service: TimerServiceProcess): { stop: () => Promise<[number, number][]>; first503Body: () => string } {
+function probeReadyz(
+  ns: ServiceNamespace,
+  service: TimerServiceProcess,
+): { stop: () => Promise<[number, number][]>; first503Body: () => string } {
   const samples: [number, number][] = [];
   let first503Body = "";
   const started = Date.now();
@@ -151,51 +166,51 @@ function lags(reader: EventStreamReader, timers: readonly PlannedTimer[]): numbe
 }
 
 describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root only)", () => {
-  it(
-    "when the link to the broker is cut for 30 s during ingest and firing, then /readyz is 503 during the cut and 200 after, nothing is lost and nothing fires early",
-    async () => {
-      const { ns, service, client, reader } = await startStack("cut");
-      const t0 = Date.now();
-      // Due before, during and after the cut (the cut starts about 4 s in and lasts 30 s).
-      const before = planTimers("before", 300, t0, 1_000, 50_000);
-      await scheduleAll(client, before);
-      await waitConsumerDrained(client, 15_000);
-      await until(() => reader.firedTimers > 0, 10_000, "firing under way before the cut");
+  it("when the link to the broker is cut for 30 s during ingest and firing, then /readyz is 503 during the cut and 200 after, nothing is lost and nothing fires early", async () => {
+    const { ns, service, client, reader } = await startStack("cut");
+    const t0 = Date.now();
+    // Due before, during and after the cut (the cut starts about 4 s in and lasts 30 s).
+    const before = planTimers("before", 300, t0, 1_000, 50_000);
+    await scheduleAll(client, before);
+    await waitConsumerDrained(client, 15_000);
+    await until(() => reader.firedTimers > 0, 10_000, "firing under way before the cut");
 
-      const probe = probeReadyz(ns, service);
-      const cutAt = Date.now();
-      ns.cut();
-      // Ingest during the cut: the producer reaches the broker (loopback), the service does not.
-      const during = planTimers("during", 200, cutAt, 5_000, 25_000);
-      await scheduleAll(client, during);
-      const firedAtCut = reader.firedTimers;
-      await until(() => Date.now() >= cutAt + CUT_MS, CUT_MS + 5_000, "the cut lasts 30 s");
-      const firedDuringCut = reader.firedTimers - firedAtCut;
-      ns.heal();
-      const healedAt = Date.now();
-      const readyAfterMs = await waitForReadyzIn(ns, service, 200, 60_000);
-      const samples = await probe.stop();
+    const probe = probeReadyz(ns, service);
+    const cutAt = Date.now();
+    ns.cut();
+    // Ingest during the cut: the producer reaches the broker (loopback), the service does not.
+    const during = planTimers("during", 200, cutAt, 5_000, 25_000);
+    await scheduleAll(client, during);
+    const firedAtCut = reader.firedTimers;
+    await until(() => Date.now() >= cutAt + CUT_MS, CUT_MS + 5_000, "the cut lasts 30 s");
+    const firedDuringCut = reader.firedTimers - firedAtCut;
+    ns.heal();
+    const healedAt = Date.now();
+    const readyAfterMs = await waitForReadyzIn(ns, service, 200, 60_000);
+    const samples = await probe.stop();
 
-      const after = planTimers("after", 100, Date.now(), 1_000, 3_000);
-      await scheduleAll(client, after);
-      const all = [...before, ...during, ...after];
-      await reader.waitForTimers(TENANT, all.map((t) => t.serviceCallId), 60_000);
+    const after = planTimers("after", 100, Date.now(), 1_000, 3_000);
+    await scheduleAll(client, after);
+    const all = [...before, ...during, ...after];
+    await reader.waitForTimers(
+      TENANT,
+      all.map((t) => t.serviceCallId),
+      60_000,
+    );
 
-      const inCut = samples.filter(([at]) => at < healedAt - cutAt);
-      const first503 = inCut.find(([, status]) => status === 503)?.[0];
-      const dueInCut = before.filter((t) => t.dueAtMs > cutAt && t.dueAtMs < healedAt);
-      console.info(
-        `partition 30 s: /readyz 503 first ${first503 ?? "never"} ms after the cut (${inCut.filter(([, s]) => s === 503).length}/${inCut.length} probes during the cut were 503), ` +
-          `checks then ${probe.first503Body()}; 200 again ${readyAfterMs} ms after the heal; ${firedDuringCut} events reached the stream during the cut (published before it, acked late); ` +
-          `timers due during the cut fired ${Math.round(percentile(lags(reader, dueInCut), 50))} ms (p50) / ${Math.round(Math.max(...lags(reader, dueInCut)))} ms (max) late; ` +
-          `commands sent during the cut fired ${Math.round(Math.max(...lags(reader, during)))} ms late at most; duplicates ${reader.duplicates}`,
-      );
-      expect(first503, "/readyz went 503 during the cut").toBeDefined();
-      expect(earlyEvents(reader.events)).toEqual([]);
-      expect(mismatchedEvents(reader.events, all)).toEqual([]);
-    },
-    180_000,
-  );
+    const inCut = samples.filter(([at]) => at < healedAt - cutAt);
+    const first503 = inCut.find(([, status]) => status === 503)?.[0];
+    const dueInCut = before.filter((t) => t.dueAtMs > cutAt && t.dueAtMs < healedAt);
+    console.info(
+      `partition 30 s: /readyz 503 first ${first503 ?? "never"} ms after the cut (${inCut.filter(([, s]) => s === 503).length}/${inCut.length} probes during the cut were 503), ` +
+        `checks then ${probe.first503Body()}; 200 again ${readyAfterMs} ms after the heal; ${firedDuringCut} events reached the stream during the cut (published before it, acked late); ` +
+        `timers due during the cut fired ${Math.round(percentile(lags(reader, dueInCut), 50))} ms (p50) / ${Math.round(Math.max(...lags(reader, dueInCut)))} ms (max) late; ` +
+        `commands sent during the cut fired ${Math.round(Math.max(...lags(reader, during)))} ms late at most; duplicates ${reader.duplicates}`,
+    );
+    expect(first503, "/readyz went 503 during the cut").toBeDefined();
+    expect(earlyEvents(reader.events)).toEqual([]);
+    expect(mismatchedEvents(reader.events, all)).toEqual([]);
+  }, 180_000);
 
   it(
     `when the link to the broker has 200 ms delay and 5 % loss for ${NETEM_MS / 1000} s, then every timer fires, none early, and the lag is reported`,
@@ -213,7 +228,11 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
       proxy!.delayMs = 0;
       ns.clearLoss();
       const samples = await probe.stop();
-      await reader.waitForTimers(TENANT, timers.map((t) => t.serviceCallId), 60_000);
+      await reader.waitForTimers(
+        TENANT,
+        timers.map((t) => t.serviceCallId),
+        60_000,
+      );
 
       const lag = lags(reader, timers);
       console.info(
@@ -252,7 +271,11 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
       const schema = uniqueSchema("part");
       const shared = { TIMER_STORE: "postgres", TIMER_DATABASE_SCHEMA: schema, TIMER_CLAIM_TTL_MS: "3000", TIMER_BATCH_SIZE: "20" };
       const cut = await startServiceIn(ns, ns.reach(nats.url), { ...shared, TIMER_DATABASE_URL: ns.reach(TEST_DATABASE_URL) });
-      const other = await TimerServiceProcess.start(nats.url, { ...shared, TIMER_DATABASE_URL: TEST_DATABASE_URL, TIMER_POLLING_INTERVAL: "500" });
+      const other = await TimerServiceProcess.start(nats.url, {
+        ...shared,
+        TIMER_DATABASE_URL: TEST_DATABASE_URL,
+        TIMER_POLLING_INTERVAL: "500",
+      });
       cleanups.push(() => other.dispose()); // drops the schema
       const client = await TimerClient.connect(nats.url);
       cleanups.push(() => client.close());
@@ -284,14 +307,25 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
       ns.undropPort(databasePort);
       if (brokerFirst) ns.undropPort(nats.port);
       const samples = await probe.stop();
-      await reader.waitForTimers(TENANT, timers.map((t) => t.serviceCallId), 60_000);
+      await reader.waitForTimers(
+        TENANT,
+        timers.map((t) => t.serviceCallId),
+        60_000,
+      );
       // The cut instance polls again by itself (TCP retransmits reach Postgres once the link is back).
       let lastPollS = 0;
-      await until(async () => (lastPollS = await lastPollSeconds(ns, cut)) * 1000 > healedAt, 90_000, "the cut instance polls again after the heal");
+      await until(
+        async () => (lastPollS = await lastPollSeconds(ns, cut)) * 1000 > healedAt,
+        90_000,
+        "the cut instance polls again after the heal",
+      );
       const pollingAgainAfterMs = Date.now() - healedAt;
       const dueInCut = timers.filter((t) => t.dueAtMs > cutAt);
       const lag = lags(reader, dueInCut);
-      const stalled = cut.logs().filter((line) => line.level === 50 || line.level === 40).map((line) => String(line.msg));
+      const stalled = cut
+        .logs()
+        .filter((line) => line.level === 50 || line.level === 40)
+        .map((line) => String(line.msg));
       console.info(
         `Postgres partition (${brokerFirst ? "broker, then Postgres" : "Postgres only"}) of one instance for ${Math.round((healedAt - cutAt) / 1000)} s (claim TTL 3 s): it held ${held.length} live claims when cut; ${timers.length - missingDuringCut.length}/${timers.length} fired before the heal; ` +
           `timers due during the cut fired p50 ${Math.round(percentile(lag, 50))} ms / max ${Math.round(Math.max(...lag))} ms late; duplicates ${reader.duplicates}; ` +

@@ -1,7 +1,17 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SlowDiskInjector } from "../support/slow-disk.js";
 import { HttpProbe } from "../support/storage-faults.js";
-import { TENANT, commandBacklog, earlyEvents, mismatchedEvents, planTimers, scheduleAll, startFaultHarness, until, type FaultHarness } from "./fault-support.js";
+import {
+  TENANT,
+  commandBacklog,
+  earlyEvents,
+  mismatchedEvents,
+  planTimers,
+  scheduleAll,
+  startFaultHarness,
+  until,
+  type FaultHarness,
+} from "./fault-support.js";
 
 /**
  * A slow disk under SQLite: every write and sync syscall of the service held for SLOW_DISK_DELAY_MS
@@ -44,55 +54,51 @@ async function timeToStore(harness: FaultHarness, prefix: string, count: number,
 }
 
 describe.skipIf(unavailable !== undefined)("slow disk (strace delay injection, root only)", () => {
-  it(
-    `when every SQLite write and sync takes ${DELAY_MS} ms longer, then commands slow down, nothing is lost or early, and /healthz and /readyz keep answering (99 % within 1 s up to 10 ms)`,
-    async () => {
-      // SQLite whatever TEST_TIMER_STORE says: the delay is on this process's own disk writes.
-      const harness = await startFaultHarness({ TIMER_STORE: "sqlite", TIMER_DB_SYNCHRONOUS: "FULL", TIMER_POLLING_INTERVAL: "500" });
-      cleanups.push(() => harness.dispose());
-      const { service, reader } = harness;
-      const count = 300;
-      // Baseline on a fast disk; these fire during the slow phase (15–25 s ahead).
-      const fastMs = await timeToStore(harness, "fast", count, 15_000, 25_000);
+  it(`when every SQLite write and sync takes ${DELAY_MS} ms longer, then commands slow down, nothing is lost or early, and /healthz and /readyz keep answering (99 % within 1 s up to 10 ms)`, async () => {
+    // SQLite whatever TEST_TIMER_STORE says: the delay is on this process's own disk writes.
+    const harness = await startFaultHarness({ TIMER_STORE: "sqlite", TIMER_DB_SYNCHRONOUS: "FULL", TIMER_POLLING_INTERVAL: "500" });
+    cleanups.push(() => harness.dispose());
+    const { service, reader } = harness;
+    const count = 300;
+    // Baseline on a fast disk; these fire during the slow phase (15–25 s ahead).
+    const fastMs = await timeToStore(harness, "fast", count, 15_000, 25_000);
 
-      const injector = await SlowDiskInjector.attach(service.pid!, DELAY_MS * 1000);
-      cleanups.push(() => injector.detach());
-      const slowFrom = Date.now();
-      const ready = new HttpProbe(`${service.baseUrl}/readyz`, { gapMs: 100, timeoutMs: 5_000 });
-      const health = new HttpProbe(`${service.baseUrl}/healthz`, { gapMs: 100, timeoutMs: 5_000 });
-      cleanups.push(() => ready.stop());
-      cleanups.push(() => health.stop());
-      const slowMs = await timeToStore(harness, "slow", count, 3_000, 12_000);
-      const ids = [...planTimers("fast", count, 0, 0, 0), ...planTimers("slow", count, 0, 0, 0)].map((t) => t.serviceCallId);
-      await reader.waitForTimers(TENANT, ids, 60_000);
-      const slowTo = Date.now();
-      await ready.stop();
-      await health.stop();
-      await injector.detach();
-      await until(async () => (await service.metric("timer_schedules_pending")) === 0, 10_000, "nothing left Scheduled");
+    const injector = await SlowDiskInjector.attach(service.pid!, DELAY_MS * 1000);
+    cleanups.push(() => injector.detach());
+    const slowFrom = Date.now();
+    const ready = new HttpProbe(`${service.baseUrl}/readyz`, { gapMs: 100, timeoutMs: 5_000 });
+    const health = new HttpProbe(`${service.baseUrl}/healthz`, { gapMs: 100, timeoutMs: 5_000 });
+    cleanups.push(() => ready.stop());
+    cleanups.push(() => health.stop());
+    const slowMs = await timeToStore(harness, "slow", count, 3_000, 12_000);
+    const ids = [...planTimers("fast", count, 0, 0, 0), ...planTimers("slow", count, 0, 0, 0)].map((t) => t.serviceCallId);
+    await reader.waitForTimers(TENANT, ids, 60_000);
+    const slowTo = Date.now();
+    await ready.stop();
+    await health.stop();
+    await injector.detach();
+    await until(async () => (await service.metric("timer_schedules_pending")) === 0, 10_000, "nothing left Scheduled");
 
-      const readyStats = ready.stats(slowFrom, slowTo);
-      const healthStats = health.stats(slowFrom, slowTo);
-      const latencies = [...ready.samples, ...health.samples].map((s) => s.latencyMs);
-      const lags = reader.events.map((e) => e.storedAtMs - e.dueAtMs);
-      console.info(
-        `slow disk (+${DELAY_MS} ms per write/sync syscall, synchronous=FULL): ${count} commands stored in ${fastMs} ms on the fast disk, ${slowMs} ms on the slow one (×${(slowMs / fastMs).toFixed(1)}); ` +
-          `fire lag during the slow phase p50 ${percentile(lags, 50)} ms, p99 ${percentile(lags, 99)} ms; ` +
-          `/readyz ${JSON.stringify(readyStats.statuses)} max ${readyStats.maxLatencyMs} ms, /healthz ${JSON.stringify(healthStats.statuses)} max ${healthStats.maxLatencyMs} ms, ` +
-          `probe latency p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, ${latencies.filter((l) => l >= 1_000).length}/${latencies.length} answers took ≥ 1 s`,
-      );
-      expect(reader.events.length).toBe(2 * count);
-      expect(reader.duplicates).toBe(0);
-      expect(earlyEvents(reader.events)).toEqual([]);
-      expect(mismatchedEvents(reader.events, [])).toEqual([]);
-      // Responsive: every probe answered (within 5 s) and /readyz stayed 200 — a slow disk is not a
-      // fault; within 1 s (a Kubernetes probe's default timeout) up to 10 ms per syscall.
-      expect(healthStats.statuses[0] ?? 0).toBe(0);
-      expect(readyStats.statuses[0] ?? 0).toBe(0);
-      expect(Object.keys(readyStats.statuses)).toEqual(["200"]);
-      // p99, not max: on a shared 2-core machine a single answer can wait for the CPU, disk or not.
-      if (DELAY_MS <= 10) expect(percentile(latencies, 99)).toBeLessThan(1_000);
-    },
-    150_000,
-  );
+    const readyStats = ready.stats(slowFrom, slowTo);
+    const healthStats = health.stats(slowFrom, slowTo);
+    const latencies = [...ready.samples, ...health.samples].map((s) => s.latencyMs);
+    const lags = reader.events.map((e) => e.storedAtMs - e.dueAtMs);
+    console.info(
+      `slow disk (+${DELAY_MS} ms per write/sync syscall, synchronous=FULL): ${count} commands stored in ${fastMs} ms on the fast disk, ${slowMs} ms on the slow one (×${(slowMs / fastMs).toFixed(1)}); ` +
+        `fire lag during the slow phase p50 ${percentile(lags, 50)} ms, p99 ${percentile(lags, 99)} ms; ` +
+        `/readyz ${JSON.stringify(readyStats.statuses)} max ${readyStats.maxLatencyMs} ms, /healthz ${JSON.stringify(healthStats.statuses)} max ${healthStats.maxLatencyMs} ms, ` +
+        `probe latency p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, ${latencies.filter((l) => l >= 1_000).length}/${latencies.length} answers took ≥ 1 s`,
+    );
+    expect(reader.events.length).toBe(2 * count);
+    expect(reader.duplicates).toBe(0);
+    expect(earlyEvents(reader.events)).toEqual([]);
+    expect(mismatchedEvents(reader.events, [])).toEqual([]);
+    // Responsive: every probe answered (within 5 s) and /readyz stayed 200 — a slow disk is not a
+    // fault; within 1 s (a Kubernetes probe's default timeout) up to 10 ms per syscall.
+    expect(healthStats.statuses[0] ?? 0).toBe(0);
+    expect(readyStats.statuses[0] ?? 0).toBe(0);
+    expect(Object.keys(readyStats.statuses)).toEqual(["200"]);
+    // p99, not max: on a shared 2-core machine a single answer can wait for the CPU, disk or not.
+    if (DELAY_MS <= 10) expect(percentile(latencies, 99)).toBeLessThan(1_000);
+  }, 150_000);
 });

@@ -29,9 +29,14 @@ export class ServiceNamespace {
   static unavailableReason(): string | undefined {
     if (process.platform !== "linux") return "network namespaces need Linux";
     if (process.getuid?.() !== 0) return "network namespaces need root (run the fault tests as root)";
-    for (const [bin, args] of [["ip", ["netns", "list"]], ["iptables", ["-t", "nat", "-S", "INPUT"]], ["curl", ["--version"]]] as const) {
+    for (const [bin, args] of [
+      ["ip", ["netns", "list"]],
+      ["iptables", ["-t", "nat", "-S", "INPUT"]],
+      ["curl", ["--version"]],
+    ] as const) {
       const result = spawnSync(bin, args, { stdio: "ignore" });
-      if (result.error !== undefined || result.status !== 0) return `\`${bin} ${args.join(" ")}\` is unavailable (apt-get install -y iproute2 iptables curl)`;
+      if (result.error !== undefined || result.status !== 0)
+        return `\`${bin} ${args.join(" ")}\` is unavailable (apt-get install -y iproute2 iptables curl)`;
     }
     if (process.env.TEST_CONTAINERS === "1" || process.env.DOCKER_HOST !== undefined) {
       return "the partition tests need the broker as a local process (TEST_CONTAINERS/DOCKER_HOST set)";
@@ -41,9 +46,15 @@ export class ServiceNamespace {
 
   static create(label: string): ServiceNamespace {
     // One /30 per namespace; the pid keeps parallel runs apart, the index namespaces of one run.
-    const octet = (process.pid * 7 + ServiceNamespace.nextIndex++) % 250 + 2;
+    const octet = ((process.pid * 7 + ServiceNamespace.nextIndex++) % 250) + 2;
     const tag = `${label.slice(0, 4)}${process.pid % 100_000}${octet}`;
-    const ns = new ServiceNamespace(`ts-${tag}`, `vh${tag}`.slice(0, 15), `vn${tag}`.slice(0, 15), `10.231.${octet}.1`, `10.231.${octet}.2`);
+    const ns = new ServiceNamespace(
+      `ts-${tag}`,
+      `vh${tag}`.slice(0, 15),
+      `vn${tag}`.slice(0, 15),
+      `10.231.${octet}.1`,
+      `10.231.${octet}.2`,
+    );
     try {
       ns.setUp();
     } catch (error) {
@@ -116,16 +127,58 @@ export class ServiceNamespace {
    */
   loss(percent: number): void {
     const probability = String(percent / 100);
-    for (const [chain, dir] of [["OUTPUT", "-o"], ["INPUT", "-i"]] as const) {
-      this.exec(["iptables", "-I", chain, "1", dir, this.nsLink, "-m", "statistic", "--mode", "random", "--probability", probability, "-j", "DROP"]);
+    for (const [chain, dir] of [
+      ["OUTPUT", "-o"],
+      ["INPUT", "-i"],
+    ] as const) {
+      this.exec([
+        "iptables",
+        "-I",
+        chain,
+        "1",
+        dir,
+        this.nsLink,
+        "-m",
+        "statistic",
+        "--mode",
+        "random",
+        "--probability",
+        probability,
+        "-j",
+        "DROP",
+      ]);
     }
     this.lossRules.push(probability);
   }
 
   clearLoss(): void {
     for (const probability of this.lossRules.splice(0)) {
-      for (const [chain, dir] of [["OUTPUT", "-o"], ["INPUT", "-i"]] as const) {
-        spawnSync("ip", ["netns", "exec", this.name, "iptables", "-D", chain, dir, this.nsLink, "-m", "statistic", "--mode", "random", "--probability", probability, "-j", "DROP"], { stdio: "ignore" });
+      for (const [chain, dir] of [
+        ["OUTPUT", "-o"],
+        ["INPUT", "-i"],
+      ] as const) {
+        spawnSync(
+          "ip",
+          [
+            "netns",
+            "exec",
+            this.name,
+            "iptables",
+            "-D",
+            chain,
+            dir,
+            this.nsLink,
+            "-m",
+            "statistic",
+            "--mode",
+            "random",
+            "--probability",
+            probability,
+            "-j",
+            "DROP",
+          ],
+          { stdio: "ignore" },
+        );
       }
     }
   }
@@ -136,8 +189,11 @@ export class ServiceNamespace {
    */
   async httpGet(url: string, timeoutS = 2): Promise<{ status: number; body: string }> {
     const out = await new Promise<string>((resolve) => {
-      execFile("ip", ["netns", "exec", this.name, "curl", "-s", "--max-time", String(timeoutS), "-w", "\n%{http_code}", url], { encoding: "utf8" }, (_error, stdout) =>
-        resolve(stdout ?? ""),
+      execFile(
+        "ip",
+        ["netns", "exec", this.name, "curl", "-s", "--max-time", String(timeoutS), "-w", "\n%{http_code}", url],
+        { encoding: "utf8" },
+        (_error, stdout) => resolve(stdout ?? ""),
       );
     });
     const cut = out.lastIndexOf("\n");

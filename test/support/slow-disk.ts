@@ -31,7 +31,18 @@ export class SlowDiskInjector {
   static async attach(pid: number, delayUs: number, syscalls = DISK_SYSCALLS): Promise<SlowDiskInjector> {
     const child = spawn(
       "strace",
-      ["-f", "--seccomp-bpf", "-p", String(pid), "-o", "/dev/null", "-e", `trace=${syscalls}`, "-e", `inject=${syscalls}:delay_enter=${delayUs}`],
+      [
+        "-f",
+        "--seccomp-bpf",
+        "-p",
+        String(pid),
+        "-o",
+        "/dev/null",
+        "-e",
+        `trace=${syscalls}`,
+        "-e",
+        `inject=${syscalls}:delay_enter=${delayUs}`,
+      ],
       { stdio: ["ignore", "ignore", "pipe"] },
     );
     const injector = new SlowDiskInjector(child);
