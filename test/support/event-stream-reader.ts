@@ -70,8 +70,13 @@ export class EventStreamReader {
     this.running = this.run();
   }
 
-  static async start(url: string, options: { stream?: string } = {}): Promise<EventStreamReader> {
-    const connection = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 100, waitOnFirstConnect: true });
+  static async start(url: string | readonly string[], options: { stream?: string } = {}): Promise<EventStreamReader> {
+    const connection = await connect({
+      servers: typeof url === "string" ? url : [...url],
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 100,
+      waitOnFirstConnect: true,
+    });
     const jsm = await jetstreamManager(connection, { timeout: 2_000 });
     return new EventStreamReader(connection, jsm, options.stream ?? "TIMER_EVENTS");
   }

@@ -29,8 +29,13 @@ export class TimerClient {
     void this.collect();
   }
 
-  static async connect(url: string, prefix = "timer"): Promise<TimerClient> {
-    const connection = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 100, waitOnFirstConnect: true });
+  static async connect(url: string | readonly string[], prefix = "timer"): Promise<TimerClient> {
+    const connection = await connect({
+      servers: typeof url === "string" ? url : [...url],
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 100,
+      waitOnFirstConnect: true,
+    });
     const subscription = connection.subscribe(`${prefix}.events.>`);
     await connection.flush();
     return new TimerClient(connection, subscription, prefix);
