@@ -1,9 +1,5 @@
+import type { FiringWorkerDeps } from "./firing-worker-deps.js";
 import { decideDeadline, type DeadlineDecision, type DeadlineTimer } from "../../domain/delivery-rules.js";
-import type { Clock } from "../clock.js";
-import type { Logger } from "../logger.js";
-import type { TimerEventPublisher } from "../timer-event-publisher.js";
-import type { TimerMetrics } from "../timer-metrics.js";
-import type { TimerStore } from "../timer-store.js";
 
 /** What one deadline poll did. */
 export interface DeadlinePollReport {
@@ -18,16 +14,7 @@ export interface DeadlinePollReport {
   readonly full: boolean;
 }
 
-export interface DeliveryDeadlineWorkerDeps {
-  readonly store: TimerStore;
-  readonly publisher: TimerEventPublisher;
-  readonly clock: Clock;
-  readonly metrics: TimerMetrics;
-  readonly logger: Logger;
-  readonly batchSize: number;
-  readonly owner: string;
-  readonly claimTtlMs: number;
-}
+export type DeliveryDeadlineWorkerDeps = FiringWorkerDeps;
 
 interface Passed {
   readonly timer: DeadlineTimer;

@@ -1,11 +1,9 @@
+import type { FiringWorkerDeps } from "./firing-worker-deps.js";
 import { timerKeyString, type TimerKey } from "../../domain/timer.js";
 import { decideFiring, type FiringDecision } from "../../domain/firing-rules.js";
 import type { RecurrenceCalendar } from "../../domain/recurrence.js";
-import type { Clock } from "../clock.js";
-import type { Logger } from "../logger.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
-import type { TimerMetrics } from "../timer-metrics.js";
-import type { DueCursor, DueTimer, TimerStore } from "../timer-store.js";
+import type { DueCursor, DueTimer } from "../timer-store.js";
 
 /** What a poll read: whether the batch was full, and the position after its last timer. */
 export interface PollRead {
@@ -28,17 +26,7 @@ export interface PollReport {
   readonly full: boolean;
 }
 
-export interface DueTimerWorkerDeps {
-  readonly store: TimerStore;
-  readonly publisher: TimerEventPublisher;
-  readonly clock: Clock;
-  readonly metrics: TimerMetrics;
-  readonly logger: Logger;
-  readonly batchSize: number;
-  /** This instance, as the owner of its claims on due timers. */
-  readonly owner: string;
-  /** How long a claim holds: longer than a poll's publish and mark can take (CONTRACT §6). */
-  readonly claimTtlMs: number;
+export interface DueTimerWorkerDeps extends FiringWorkerDeps {
   /** Next occurrences of cron rules. */
   readonly calendar: RecurrenceCalendar;
   /** Told the completion time-out of a timer that became `Fired` (CONTRACT §11). */
