@@ -1,11 +1,9 @@
+// Only the configuration is imported up front: the rest (NATS, SQLite, Postgres, Drizzle,
+// prom-client…) is most of the start-up time, and an invalid variable must be reported before it.
 import { ConfigError, loadConfig } from "./config.js";
-import { createLogger } from "./adapters/logging/pino-logger.js";
 import { systemClock } from "./adapters/clock/system-clock.js";
-import { startTimerService, type RunningTimerService } from "./service.js";
-import { openTimerStore } from "./adapters/open-timer-store.js";
-import { SqliteTimerStore } from "./adapters/sqlite/sqlite-timer-store.js";
-import { readSqliteStoreId } from "./adapters/sqlite/sqlite-store-id.js";
 import { exitWhenParentDies } from "./process/parent-watch.js";
+import type { RunningTimerService } from "./service.js";
 
 /** Graceful shutdown must end within the contract's 10 s; past this the process exits anyway. */
 const SHUTDOWN_DEADLINE_MS = 8_000;
@@ -19,6 +17,7 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
     process.stderr.write(`timer-service: invalid configuration: ${error.message}\n`);
     process.exit(2);
   }
+  const { createLogger } = await import("./adapters/logging/pino-logger.js");
   const logger = createLogger(config.logLevel);
   let service: RunningTimerService | undefined;
   let stopping = false;
@@ -50,6 +49,10 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
   if (config.launchedByNpmStart) exitWhenParentDies(logger);
 
   try {
+    const { startTimerService } = await import("./service.js");
+    const { openTimerStore } = await import("./adapters/open-timer-store.js");
+    const { SqliteTimerStore } = await import("./adapters/sqlite/sqlite-timer-store.js");
+    const { readSqliteStoreId } = await import("./adapters/sqlite/sqlite-store-id.js");
     const store = await openTimerStore(config, logger);
     // A SQLite file serves one instance: the service leases its consumer in the broker (CONTRACT §6).
     const exclusiveStoreId = store instanceof SqliteTimerStore ? readSqliteStoreId(store.database) : undefined;

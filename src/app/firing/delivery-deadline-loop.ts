@@ -2,6 +2,7 @@ import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerStore } from "../timer-store.js";
 import type { DeliveryDeadlineWorker } from "./delivery-deadline-worker.js";
+import { failedPollBackoffMs } from "./failure-backoff.js";
 import { WakeableSleep } from "./wakeable-sleep.js";
 
 export interface DeliveryDeadlineLoopDeps {
@@ -12,8 +13,6 @@ export interface DeliveryDeadlineLoopDeps {
   /** The longest the loop sleeps. */
   readonly pollingIntervalMs: number;
 }
-
-const FAILURE_BACKOFF_BASE_MS = 100;
 
 /**
  * Runs the deadline polls (CONTRACT §11): polls while batches come back full, then sleeps until the
@@ -66,7 +65,7 @@ export class DeliveryDeadlineLoop {
         this.failures++;
         logger.error({ err: error, consecutiveFailures: this.failures }, "delivery deadline poll failed");
       }
-      if (this.failures > 0) delayMs = Math.min(pollingIntervalMs, FAILURE_BACKOFF_BASE_MS * 2 ** Math.min(this.failures - 1, 16));
+      if (this.failures > 0) delayMs = failedPollBackoffMs(this.failures, pollingIntervalMs);
       if (this.stopped) break;
       await this.sleeper.sleep(delayMs);
     }

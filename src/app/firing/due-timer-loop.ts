@@ -2,6 +2,7 @@ import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { DueCursor, TimerStore } from "../timer-store.js";
 import type { DueTimerWorker, PollReport } from "./due-timer-worker.js";
+import { failedPollBackoffMs } from "./failure-backoff.js";
 import { WakeableSleep } from "./wakeable-sleep.js";
 
 export interface DueTimerLoopDeps {
@@ -13,7 +14,6 @@ export interface DueTimerLoopDeps {
   readonly pollingIntervalMs: number;
 }
 
-const FAILURE_BACKOFF_BASE_MS = 100;
 /** Polls in flight at once while a backlog drains. */
 const PIPELINE_DEPTH = 8;
 
@@ -107,9 +107,7 @@ export class DueTimerLoop {
 
   private async nextDelayMs(): Promise<number> {
     const { store, clock, pollingIntervalMs, logger } = this.deps;
-    if (this.consecutiveFailures > 0) {
-      return Math.min(pollingIntervalMs, FAILURE_BACKOFF_BASE_MS * 2 ** Math.min(this.consecutiveFailures - 1, 16));
-    }
+    if (this.consecutiveFailures > 0) return failedPollBackoffMs(this.consecutiveFailures, pollingIntervalMs);
     try {
       const nextDueAtMs = await store.nextDueAt();
       if (nextDueAtMs === null) return pollingIntervalMs;
