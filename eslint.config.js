@@ -4,7 +4,8 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "examples/node_modules/**", "test-artifacts/**", "coverage/**"] },
+  // bench-results/: bench output, and the bench's build of v1 (scripts/bench/baseline.ts).
+  { ignores: ["dist/**", "node_modules/**", "examples/node_modules/**", "test-artifacts/**", "coverage/**", "bench-results/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

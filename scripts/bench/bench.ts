@@ -6,7 +6,9 @@
  *
  *   npm run bench                         all scenarios (about 3–4 minutes on 2 cores)
  *   npm run bench -- --quick              everything 10x smaller: a smoke run
- *   npm run bench -- --only burst,ingest  some scenarios (names below)
+ *   npm run bench -- --only burst,ingest  some scenarios (names below); ingest includes the backlog
+ *                                         drain against v1 (commit f91ce85, built once into
+ *                                         bench-results/.baseline-f91ce85/ by baseline.ts)
  *   npm run bench -- --size 10m           also pollAt10M (10,000,000 pending rows; slow to generate)
  *   npm run bench -- --profile            run the service under --cpu-prof and print its hot spots
  *                                         (figures of a profiled run are not comparable)
@@ -47,7 +49,8 @@ type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 
 const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: boolean }[] = [
   { name: "rawCeiling", run: rawCeiling, timeoutMs: 10 * 60_000 },
-  { name: "ingest", run: ingest, timeoutMs: 20 * 60_000 },
+  // Includes issue 12's backlog drain against v1 (commit f91ce85, built once into bench-results/).
+  { name: "ingest", run: ingest, timeoutMs: 30 * 60_000 },
   { name: "burst", run: burst, timeoutMs: 15 * 60_000 },
   { name: "lowLoadLag", run: lowLoadLag, timeoutMs: 5 * 60_000 },
   { name: "recovery", run: recovery, timeoutMs: 10 * 60_000 },
@@ -146,6 +149,8 @@ const TARGETS: Target[] = [
   { name: "100k burst, last event after due", path: "burst.seconds", op: "<=", target: 5, unit: "s", scalesWithCount: true },
   { name: "ingest, empty store", path: "ingest.empty.commandsPerSec", op: ">=", target: 30_000, unit: "/s" },
   { name: "ingest, 1M pending", path: "ingest.pending1M.commandsPerSec", op: ">=", target: 15_000, unit: "/s" },
+  // Issue 12: service CPU per command of the backlog drain, current / v1 (f91ce85), same run.
+  { name: "backlog drain CPU/cmd, current / v1", path: "ingest.backlogVsV1.ratio", op: "<=", target: 0.5, unit: "x" },
   { name: "100k overdue drained (from process start)", path: "recovery.fromStartS", op: "<=", target: 5, unit: "s", scalesWithCount: true },
   { name: "1M pending: poll p99", path: "pollAt1M.pollP99Ms", op: "<=", target: 20, unit: "ms" },
   { name: "1M pending: RSS", path: "pollAt1M.rssMB", op: "<=", target: 300, unit: "MB" },
@@ -197,6 +202,8 @@ function ratios(results: Record<string, any>): Record<string, number> | undefine
   put("ingestEmptyToPipeline", results.ingest?.empty?.commandsPerSec, raw.pipelinePerSec);
   put("ingestPending1MToPipeline", results.ingest?.pending1M?.commandsPerSec, raw.pipelinePerSec);
   put("ingestBacklogToConsume", results.ingest?.backlog?.commandsPerSec, raw.consumePerSec);
+  put("ingestBacklogVsV1CurrentToConsume", results.ingest?.backlogVsV1?.currentCommandsPerSec, raw.consumePerSec);
+  put("ingestBacklogVsV1V1ToConsume", results.ingest?.backlogVsV1?.v1CommandsPerSec, raw.consumePerSec);
   put("burstEventsToPublish", results.burst?.eventsPerSec, raw.publishPerSec);
   put("recoveryEventsToPublish", results.recovery?.eventsPerSec, raw.publishPerSec);
   return out;
@@ -236,7 +243,16 @@ async function main(): Promise<number> {
     log(`── ${scenario.name} ──`);
     const t0 = performance.now();
     try {
-      results[scenario.name] = await withTimeout(scenario.run(ctx), scenario.timeoutMs, scenario.name);
+      const result = await withTimeout(scenario.run(ctx), scenario.timeoutMs, scenario.name);
+      results[scenario.name] = result;
+      // A phase that failed without failing its scenario (e.g. ingest.backlogVsV1) reports {error}.
+      for (const [phase, value] of Object.entries(result)) {
+        const error = value !== null && typeof value === "object" ? (value as { error?: unknown }).error : undefined;
+        if (typeof error === "string") {
+          errors[`${scenario.name}.${phase}`] = error;
+          log(`${scenario.name}.${phase} FAILED: ${error}`);
+        }
+      }
     } catch (error) {
       errors[scenario.name] = error instanceof Error ? error.message : String(error);
       log(`${scenario.name} FAILED: ${errors[scenario.name]}`);

@@ -189,24 +189,24 @@ export function natsPid(nats: NatsServerProcess): number | undefined {
 /**
  * Starts `node dist/main.js` with the default configuration (plus `env`) and a fresh database, as
  * a separate process, and waits until /readyz is 200. With --profile it runs under --cpu-prof; the
- * profile is written when the process exits gracefully (stopService).
+ * profile is written when the process exits gracefully (stopService). `entry` runs another build
+ * instead of the repository's `dist/main.js` (an earlier version: see baseline.ts), with the same
+ * environment.
  */
 export async function startService(
   ctx: BenchContext,
   brokerUrl: string,
   label: string,
   env: Record<string, string> = {},
+  entry?: string,
 ): Promise<TimerServiceProcess> {
+  const main = entry ?? "dist/main.js";
   const command =
     ctx.profileDir === undefined
-      ? undefined
-      : [process.execPath, "--cpu-prof", `--cpu-prof-dir=${resolve(ctx.profileDir, label)}`, "dist/main.js"];
+      ? [process.execPath, main]
+      : [process.execPath, "--cpu-prof", `--cpu-prof-dir=${resolve(ctx.profileDir, label)}`, main];
   const storeEnv = ctx.store === "postgres" ? postgresEnv(uniqueSchema("bench")) : {};
-  const service = await TimerServiceProcess.start(
-    brokerUrl,
-    { ...storeEnv, ...env },
-    { waitReady: false, ...(command === undefined ? {} : { command }) },
-  );
+  const service = await TimerServiceProcess.start(brokerUrl, { ...storeEnv, ...env }, { waitReady: false, command });
   ctx.scope.defer(() => service.dispose());
   await service.waitUntilReady(120_000);
   return service;

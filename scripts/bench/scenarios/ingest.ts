@@ -7,16 +7,25 @@
  *    delivery until drained. Nothing competes with the service for the CPU but nats-server, so
  *    this is the service's own consume rate (compare with rawCeiling.consumePerSec).
  *  - pending1M: like empty, on a store pre-populated with 1,000,000 Scheduled rows.
+ *  - backlogVsV1 (issue 12): the backlog drain of the current service and of v1 (commit f91ce85,
+ *    built by baseline.ts) in the same run, each on a fresh nats-server and an empty SQLite store,
+ *    in the order current, v1, v1, current (drift on a shared machine shows as a difference between
+ *    the two rounds of a version, and cancels in their mean when linear), with the raw JetStream
+ *    consume ceiling measured before and after. Reports the service CPU µs per command of each
+ *    version, their ratio against the target (current ≤ 0.5 × v1), and drain rates / raw consume.
  * Commands use keys and due times spread over those of the pre-populated rows, so rows land at
  * random places of the primary key and the due index (as UUID-keyed traffic would).
  */
 import type { TimerServiceProcess } from "../../../test/support/timer-service-process.js";
+import { V1_COMMIT, ensureBaselineBuild } from "../baseline.js";
+import { measureRawConsume } from "./raw-ceiling.js";
 import {
   BenchClient,
   COMMANDS_CONSUMER,
   COMMANDS_STREAM,
   CpuMeter,
   Scope,
+  loadAverage,
   memoryOf,
   metricSum,
   monoUs,
@@ -74,7 +83,135 @@ export async function ingest(ctx: BenchContext): Promise<Record<string, unknown>
     result.pending1M = { pendingBefore: pendingGauge, populate, startupS: round(started.startupS, 2), ...measured };
     await stopService(service);
   });
+
+  // Last, so that a missing v1 (shallow clone) costs none of the figures above; reported under
+  // backlogVsV1.error (the runner counts it as a failure).
+  try {
+    result.backlogVsV1 = await backlogVsV1(ctx, n, pendingCount);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    ctx.log(`backlogVsV1 FAILED: ${message}`);
+    result.backlogVsV1 = { error: message };
+  }
   return result;
+}
+
+type Version = "current" | "v1";
+/** ABBA: a linear drift of the machine cancels in each version's mean; a step shows between its rounds. */
+const V1_ORDER: readonly Version[] = ["current", "v1", "v1", "current"];
+/** The TIMER_DB_SYNCHRONOUS default of each version (v1: NORMAL; FULL since v2). */
+const SYNCHRONOUS_DEFAULT: Record<Version, string> = { current: "FULL", v1: "NORMAL" };
+
+/**
+ * Issue 12's target: backlog drain CPU per command of the current service ≤ 50 % of v1's, both
+ * measured in this run. Every round: a fresh nats-server and an empty SQLite store, the service
+ * started once (streams, consumer, migrations) and stopped, N commands queued, the service started
+ * again and measured from its first delivery until drained (measureBacklog). Both versions get
+ * the same environment (their own defaults otherwise); always SQLite, v1's only store.
+ */
+async function backlogVsV1(ctx: BenchContext, n: number, keySpace: number): Promise<Record<string, unknown>> {
+  const v1 = ensureBaselineBuild(V1_COMMIT);
+  ctx.log(`backlogVsV1: v1 = ${v1.commitHash.slice(0, 12)} (${v1.built ? `built in ${v1.buildS} s` : "cached build"}) at ${v1.dir}`);
+  const sqliteCtx: BenchContext = { ...ctx, store: "sqlite" };
+
+  const raw: Record<string, unknown>[] = [];
+  const rawRound = async (at: string): Promise<void> => {
+    await inScope(sqliteCtx, `ingest vsV1 raw ${at}`, async (sub) => {
+      const measured = await measureRawConsume(sub, n);
+      sub.log(`raw consume ${n} in ${measured.seconds} s → ${measured.consumePerSec}/s`);
+      raw.push({ at, ...measured, loadAverage1m: loadAverage()[0] });
+    });
+  };
+
+  await rawRound("before");
+  const rounds: Record<string, unknown>[] = [];
+  const cpuPer: Record<Version, number[]> = { current: [], v1: [] };
+  const ratePer: Record<Version, number[]> = { current: [], v1: [] };
+  for (const [i, version] of V1_ORDER.entries()) {
+    await inScope(sqliteCtx, `ingest vsV1 ${i + 1} ${version}`, async (sub) => {
+      const label = `ingest-vsv1-${i + 1}-${version}`;
+      const nats = await startNats(sub);
+      const service = await startService(sub, nats.url, label, {}, version === "v1" ? v1.entry : undefined);
+      const client = await BenchClient.connect(sub, nats.url);
+      const pids: Record<string, number | undefined> = { service: service.pid, nats: natsPid(nats) };
+      const measured = await measureBacklog(
+        sub,
+        service,
+        client,
+        pids,
+        commands(n, keySpace, 10 + i),
+        label,
+        `ingest vsV1 ${i + 1} ${version}`,
+      );
+      await stopService(service);
+      const cpu = measured.cpu as Record<string, number>;
+      const us = cpu.serviceUsPerItem;
+      const rate = measured.commandsPerSec as number;
+      if (us !== undefined) cpuPer[version].push(us);
+      ratePer[version].push(rate);
+      rounds.push({
+        round: i + 1,
+        version,
+        usPerCommand: us,
+        commandsPerSec: rate,
+        seconds: measured.seconds,
+        startupS: measured.startupS,
+        serviceBusy: cpu.serviceBusy,
+        serviceMainStarved: cpu.serviceMainStarved,
+        natsUsPerCommand: cpu.natsUsPerItem,
+        serviceWrittenKBPerCommand: cpu.serviceWrittenKBPerItem,
+        loadAverage1m: loadAverage()[0],
+      });
+      sub.log(`round ${i + 1} ${version}: ${us ?? "?"} µs/cmd, ${rate}/s`);
+    });
+  }
+  await rawRound("after");
+
+  const mean = (values: readonly number[]): number | undefined =>
+    values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length;
+  const currentUs = mean(cpuPer.current);
+  const v1Us = mean(cpuPer.v1);
+  const currentRate = mean(ratePer.current);
+  const v1Rate = mean(ratePer.v1);
+  const rawRate = mean(raw.map((r) => r.consumePerSec as number));
+  const ratio = currentUs !== undefined && v1Us !== undefined && v1Us > 0 ? currentUs / v1Us : undefined;
+  const toRaw = (rate: number | undefined, base: number | undefined): number | undefined =>
+    rate !== undefined && base !== undefined && base > 0 ? round(rate / base, 2) : undefined;
+  const earlierRaw = (ctx.earlier.rawCeiling as { consumePerSec?: number } | undefined)?.consumePerSec;
+  const synchronous = (version: Version): string => process.env.TIMER_DB_SYNCHRONOUS ?? `${SYNCHRONOUS_DEFAULT[version]} (default)`;
+  ctx.log(
+    `backlogVsV1: current ${currentUs === undefined ? "?" : round(currentUs, 1)} µs/cmd, v1 ${v1Us === undefined ? "?" : round(v1Us, 1)} µs/cmd → ratio ${ratio === undefined ? "?" : round(ratio, 2)} (target ≤ 0.5)`,
+  );
+  return {
+    commands: n,
+    v1Commit: v1.commitHash.slice(0, 7),
+    v1Build: { dir: v1.dir, built: v1.built, buildS: v1.buildS },
+    store: "sqlite",
+    synchronous: { current: synchronous("current"), v1: synchronous("v1") },
+    order: V1_ORDER,
+    v1UsPerCommand: v1Us === undefined ? undefined : round(v1Us, 1),
+    currentUsPerCommand: currentUs === undefined ? undefined : round(currentUs, 1),
+    /** current / v1 service CPU per command; the target is ≤ 0.5. */
+    ratio: ratio === undefined ? undefined : round(ratio, 3),
+    target: "<= 0.5",
+    targetMet: ratio === undefined ? undefined : ratio <= 0.5,
+    currentCommandsPerSec: currentRate === undefined ? undefined : Math.round(currentRate),
+    v1CommandsPerSec: v1Rate === undefined ? undefined : Math.round(v1Rate),
+    rawConsumePerSec: rawRate === undefined ? undefined : Math.round(rawRate),
+    /** Drain rate / raw JetStream consume rate, both measured inside this phase. */
+    currentDrainToRawConsume: toRaw(currentRate, rawRate),
+    v1DrainToRawConsume: toRaw(v1Rate, rawRate),
+    ...(earlierRaw === undefined
+      ? {}
+      : {
+          /** The same against the rawCeiling scenario of this run (measured earlier, other moment). */
+          rawCeilingConsumePerSec: earlierRaw,
+          currentDrainToRawCeiling: toRaw(currentRate, earlierRaw),
+          v1DrainToRawCeiling: toRaw(v1Rate, earlierRaw),
+        }),
+    rounds,
+    rawConsume: raw,
+  };
 }
 
 async function inScope(ctx: BenchContext, name: string, body: (sub: BenchContext) => Promise<void>): Promise<void> {
@@ -162,6 +299,7 @@ async function measureBacklog(
   pids: Record<string, number | undefined>,
   messages: readonly OutMessage[],
   serviceLabel: string,
+  windowName = "ingest backlog",
 ): Promise<Record<string, unknown>> {
   const n = messages.length;
   await stopService(service);
@@ -179,7 +317,7 @@ async function measureBacklog(
   const fromUs = monoUs();
   const drained = await waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 600_000, what: "backlog drained" });
   const cpuRead = cpu.read(n);
-  ctx.profileWindows.push({ label: serviceLabel, name: "ingest backlog", fromUs, toUs: monoUs() });
+  ctx.profileWindows.push({ label: serviceLabel, name: windowName, fromUs, toUs: monoUs() });
   const started = await restarting;
   const seconds = (drained.perfMs - first.perfMs) / 1000;
   ctx.log(

@@ -27,6 +27,7 @@ import {
   waitConsumerDrained,
   withTimeout,
   type BenchContext,
+  type OutMessage,
 } from "../harness.js";
 
 const STREAM = "RAW_COMMANDS";
@@ -37,21 +38,9 @@ export async function rawCeiling(ctx: BenchContext): Promise<Record<string, unkn
   const n = scaled(ctx, 100_000);
   const nats = await startNats(ctx);
   const client = await BenchClient.connect(ctx, nats.url);
-  await client.jsm.streams.add({ name: STREAM, subjects: ["raw.>"], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
-  await client.jsm.consumers.add(STREAM, {
-    durable_name: DURABLE,
-    ack_policy: AckPolicy.Explicit,
-    ack_wait: nanos(30_000),
-    max_ack_pending: 20_000,
-    max_deliver: -1,
-  });
+  await addRawStream(client);
   const pids = { nats: natsPid(nats) };
-  const dueAtMs = Date.now() + 30 * 86_400_000;
-  const batch = (from: number) =>
-    Array.from({ length: n }, (_, i) => {
-      const m = scheduleMessage("bench-raw", callId("raw", from + i), dueAtMs);
-      return { subject: `raw.${m.subject}`, data: m.data };
-    });
+  const batch = rawBatch(n);
 
   // 1. publish only
   const first = batch(0);
@@ -62,9 +51,107 @@ export async function rawCeiling(ctx: BenchContext): Promise<Record<string, unkn
   ctx.log(`published ${n} in ${publishS.toFixed(2)} s → ${Math.round(n / publishS)}/s`);
 
   // 2. consume the backlog in a separate process
+  const consumer = startRawConsumer(ctx, nats.url, 2 * n, n);
+  const { nextLine } = consumer;
+
+  const consumerPids = { ...pids, consumer: consumer.pid };
+  await nextLine(0, "raw consumer start"); // {"ready":true}
+  cpu = new CpuMeter(consumerPids); // after the consumer's start-up (tsx, connect); it may have begun
+  const consumed = await nextLine(1, "raw consumer draining the backlog");
+  const consumeCpu = cpu.read(n);
+  const consumeS = (consumed.flushedAtMs! - consumed.firstAtMs!) / 1000;
+  ctx.log(`consumed ${n} in ${consumeS.toFixed(2)} s → ${Math.round(n / consumeS)}/s`);
+  await waitConsumerDrained(client, STREAM, DURABLE, { timeoutMs: 60_000, what: "raw consumer drained" });
+
+  // 3. publish and consume at once (the shape of the ingest scenario)
+  const second = batch(n);
+  cpu = new CpuMeter(consumerPids);
+  let published = false;
+  const p3 = publishAll(client.nc, second, { inFlight: IN_FLIGHT, timeoutMs: 300_000, label: "rawCeiling pipeline" }).then((r) => {
+    published = true;
+    return r;
+  });
+  const drained = await waitConsumerDrained(client, STREAM, DURABLE, {
+    timeoutMs: 300_000,
+    what: "raw pipeline drained",
+    published: () => published,
+  });
+  const p3r = await p3;
+  const pipelineCpu = cpu.read(n);
+  const pipelineS = (drained.perfMs - p3r.firstPerfMs) / 1000;
+  ctx.log(`pipeline ${n} in ${pipelineS.toFixed(2)} s → ${Math.round(n / pipelineS)}/s`);
+  await nextLine(2, "raw consumer second batch").catch(() => undefined);
+
+  return {
+    messages: n,
+    messageBytes: first[0]!.data.length,
+    inFlight: IN_FLIGHT,
+    publishPerSec: Math.round(n / publishS),
+    consumePerSec: Math.round(n / consumeS),
+    pipelinePerSec: Math.round(n / pipelineS),
+    pipelineSeconds: round(pipelineS, 2),
+    publishRetries: p1.retries + p3r.retries,
+    cpu: { publish: publishCpu, consume: consumeCpu, pipeline: pipelineCpu },
+  };
+}
+
+/**
+ * Only the consume half of the ceiling, on its own nats-server (registered on ctx.scope): N
+ * messages queued, then drained by the raw consumer process, first delivery → acks flushed. For
+ * scenarios that compare a drain rate with the raw ceiling of the same moment (ingest backlogVsV1).
+ */
+export async function measureRawConsume(
+  ctx: BenchContext,
+  n: number,
+): Promise<{ consumePerSec: number; seconds: number; cpu: Record<string, number> }> {
+  const nats = await startNats(ctx);
+  const client = await BenchClient.connect(ctx, nats.url);
+  await addRawStream(client);
+  await publishAll(client.nc, rawBatch(n)(0), { inFlight: IN_FLIGHT, timeoutMs: 300_000, label: "raw consume publish" });
+  const consumer = startRawConsumer(ctx, nats.url, n, n);
+  await consumer.nextLine(0, "raw consumer start");
+  const cpu = new CpuMeter({ nats: natsPid(nats), consumer: consumer.pid });
+  const consumed = await consumer.nextLine(1, "raw consumer draining the backlog");
+  const cpuRead = cpu.read(n);
+  const seconds = (consumed.flushedAtMs! - consumed.firstAtMs!) / 1000;
+  await waitConsumerDrained(client, STREAM, DURABLE, { timeoutMs: 60_000, what: "raw consumer drained" });
+  return { consumePerSec: Math.round(n / seconds), seconds: round(seconds, 2), cpu: cpuRead };
+}
+
+async function addRawStream(client: BenchClient): Promise<void> {
+  await client.jsm.streams.add({ name: STREAM, subjects: ["raw.>"], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
+  await client.jsm.consumers.add(STREAM, {
+    durable_name: DURABLE,
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: nanos(30_000),
+    max_ack_pending: 20_000,
+    max_deliver: -1,
+  });
+}
+
+/** `n` ScheduleTimer bodies on raw.* subjects, ids from `from` on. */
+function rawBatch(n: number): (from: number) => OutMessage[] {
+  const dueAtMs = Date.now() + 30 * 86_400_000;
+  return (from) =>
+    Array.from({ length: n }, (_, i) => {
+      const m = scheduleMessage("bench-raw", callId("raw", from + i), dueAtMs);
+      return { subject: `raw.${m.subject}`, data: m.data };
+    });
+}
+
+/**
+ * The raw consumer process (raw-consumer.ts): consumes `total` messages, printing a JSON line after
+ * every `every`; line 0 is {"ready":true}. Killed by ctx.scope if still running.
+ */
+function startRawConsumer(
+  ctx: BenchContext,
+  url: string,
+  total: number,
+  every: number,
+): { pid: number | undefined; nextLine: (index: number, what: string) => Promise<Record<string, number>> } {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", resolve(REPO_ROOT, "scripts/bench/raw-consumer.ts"), nats.url, STREAM, DURABLE, String(2 * n), String(n), "600"],
+    ["--import", "tsx", resolve(REPO_ROOT, "scripts/bench/raw-consumer.ts"), url, STREAM, DURABLE, String(total), String(every), "600"],
     {
       cwd: REPO_ROOT,
       stdio: ["ignore", "pipe", "pipe"],
@@ -109,43 +196,5 @@ export async function rawCeiling(ctx: BenchContext): Promise<Record<string, unkn
       what,
     );
 
-  const consumerPids = { ...pids, consumer: child.pid };
-  await nextLine(0, "raw consumer start"); // {"ready":true}
-  cpu = new CpuMeter(consumerPids); // after the consumer's start-up (tsx, connect); it may have begun
-  const consumed = await nextLine(1, "raw consumer draining the backlog");
-  const consumeCpu = cpu.read(n);
-  const consumeS = (consumed.flushedAtMs! - consumed.firstAtMs!) / 1000;
-  ctx.log(`consumed ${n} in ${consumeS.toFixed(2)} s → ${Math.round(n / consumeS)}/s`);
-  await waitConsumerDrained(client, STREAM, DURABLE, { timeoutMs: 60_000, what: "raw consumer drained" });
-
-  // 3. publish and consume at once (the shape of the ingest scenario)
-  const second = batch(n);
-  cpu = new CpuMeter(consumerPids);
-  let published = false;
-  const p3 = publishAll(client.nc, second, { inFlight: IN_FLIGHT, timeoutMs: 300_000, label: "rawCeiling pipeline" }).then((r) => {
-    published = true;
-    return r;
-  });
-  const drained = await waitConsumerDrained(client, STREAM, DURABLE, {
-    timeoutMs: 300_000,
-    what: "raw pipeline drained",
-    published: () => published,
-  });
-  const p3r = await p3;
-  const pipelineCpu = cpu.read(n);
-  const pipelineS = (drained.perfMs - p3r.firstPerfMs) / 1000;
-  ctx.log(`pipeline ${n} in ${pipelineS.toFixed(2)} s → ${Math.round(n / pipelineS)}/s`);
-  await nextLine(2, "raw consumer second batch").catch(() => undefined);
-
-  return {
-    messages: n,
-    messageBytes: first[0]!.data.length,
-    inFlight: IN_FLIGHT,
-    publishPerSec: Math.round(n / publishS),
-    consumePerSec: Math.round(n / consumeS),
-    pipelinePerSec: Math.round(n / pipelineS),
-    pipelineSeconds: round(pipelineS, 2),
-    publishRetries: p1.retries + p3r.retries,
-    cpu: { publish: publishCpu, consume: consumeCpu, pipeline: pipelineCpu },
-  };
+  return { pid: child.pid, nextLine };
 }
