@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import type { DueCursor, TimerStore } from "../timer-store.js";
 import type { DueTimerWorker, PollReport } from "./due-timer-worker.js";
 import { failedPollBackoffMs } from "./failure-backoff.js";
+import { PollSpacing } from "./poll-spacing.js";
 import { WakeableSleep } from "./wakeable-sleep.js";
 
 export interface DueTimerLoopDeps {
@@ -16,6 +17,12 @@ export interface DueTimerLoopDeps {
 
 /** Polls in flight at once while a backlog drains. */
 const PIPELINE_DEPTH = 8;
+/**
+ * Under sustained firing (≥ 200 timers/s), polls start at least 10 ms apart: one commit per ~10 ms
+ * of due timers instead of one per timer (see PollSpacing). 10 ms keeps lag p99 far inside the
+ * recurring-load target (≤ 50 ms at 10,000 occurrences/s); below 200/s every due time gets its own wake-up.
+ */
+const SUSTAINED_SPACING = { minSpacingMs: 10, sustainedPerSecond: 200 };
 
 /**
  * Runs the worker's polls for as long as the service runs. It polls again at once while polls come
@@ -27,6 +34,7 @@ export class DueTimerLoop {
   private running: Promise<void> | undefined;
   private stopped = false;
   private readonly sleeper: WakeableSleep;
+  private readonly spacing = new PollSpacing(SUSTAINED_SPACING);
   private consecutiveFailures = 0;
 
   constructor(private readonly deps: DueTimerLoopDeps) {
@@ -55,27 +63,30 @@ export class DueTimerLoop {
   private async run(): Promise<void> {
     while (!this.stopped) {
       this.sleeper.beginCycle();
-      await this.pollUntilDrained();
+      const startedAtMs = this.deps.clock.now();
+      const found = await this.pollUntilDrained();
+      this.spacing.recordPoll(startedAtMs, found);
       if (this.stopped) break;
       const delayMs = await this.nextDelayMs();
       if (this.stopped) break;
-      await this.sleeper.sleep(delayMs);
+      await this.sleeper.sleep(this.spacing.delayMs(delayMs, this.deps.clock.now()));
     }
   }
 
   /**
-   * Polls while batches come back full. Timers stored behind the chain's cursor meanwhile are due
+   * Polls while batches come back full and returns how many due timers the chain found. Timers stored behind the chain's cursor meanwhile are due
    * already, so the next-due-time lookup after the chain makes the loop poll again at once.
    * Up to PIPELINE_DEPTH polls are in flight: the next one reads after the previous one's last
    * timer while that one's publishes await their acks, so a backlog drains at the speed of the
    * broker rather than of one round trip per batch. Publish order stays oldest due first.
    */
-  private async pollUntilDrained(): Promise<void> {
+  private async pollUntilDrained(): Promise<number> {
     const { worker, logger } = this.deps;
     const inFlight: Promise<PollReport>[] = [];
     let cursor: DueCursor | undefined;
     let more = true;
     let failed = false;
+    let found = 0;
     try {
       while (more || inFlight.length > 0) {
         if (more && inFlight.length < PIPELINE_DEPTH) {
@@ -87,6 +98,7 @@ export class DueTimerLoop {
           continue;
         }
         const report = await inFlight.shift()!;
+        found += report.found;
         if (report.failed > 0) {
           failed = true;
           more = false;
@@ -96,13 +108,14 @@ export class DueTimerLoop {
       await Promise.allSettled(inFlight);
       this.consecutiveFailures++;
       logger.error({ err: error, consecutiveFailures: this.consecutiveFailures }, "due-timer poll failed");
-      return;
+      return found;
     }
     if (failed) {
       this.consecutiveFailures++;
-      return;
+      return found;
     }
     this.consecutiveFailures = 0;
+    return found;
   }
 
   private async nextDelayMs(): Promise<number> {
