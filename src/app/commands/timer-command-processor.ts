@@ -8,6 +8,7 @@ import type { CommandType, TimerMetrics } from "../timer-metrics.js";
 import type { TimerStore } from "../timer-store.js";
 import { rejectionId, type CommandDecoder, type RawCommand } from "./command-decoder.js";
 import { UNKNOWN_TENANT } from "./command-text.js";
+import { doublingBackoffMs } from "../doubling-backoff.js";
 
 /** What the broker is to do with one command message; mapped one-to-one onto ack / nak / term. */
 export type CommandSettlement =
@@ -31,7 +32,7 @@ const REPORT_RETRY_MS = 200;
 
 /** Redelivery delay after a transient fault: doubling per delivery, capped. */
 export function retryDelayMs(deliveryCount: number): number {
-  return Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** Math.min(16, Math.max(0, deliveryCount - 1)));
+  return doublingBackoffMs(deliveryCount, RETRY_BASE_MS, RETRY_MAX_MS);
 }
 
 export interface TimerCommandProcessorDeps {

@@ -1,7 +1,7 @@
+import { doublingBackoffMs } from "../doubling-backoff.js";
+
 /** The sleep after the first failed poll; each further failure in a row doubles it. */
 const FAILURE_BACKOFF_BASE_MS = 100;
-/** 2^16 × 100 ms ≈ 1.8 h, past the longest polling interval (1 h), which caps the sleep anyway. */
-const MAX_DOUBLINGS = 16;
 
 /**
  * The sleep of a firing loop after `consecutiveFailures` (≥ 1) failed polls in a row: 100 ms,
@@ -9,6 +9,5 @@ const MAX_DOUBLINGS = 16;
  * broker keeps polling at least as often as it does when idle.
  */
 export function failedPollBackoffMs(consecutiveFailures: number, pollingIntervalMs: number): number {
-  const doublings = Math.min(Math.max(consecutiveFailures - 1, 0), MAX_DOUBLINGS);
-  return Math.min(pollingIntervalMs, FAILURE_BACKOFF_BASE_MS * 2 ** doublings);
+  return doublingBackoffMs(consecutiveFailures, FAILURE_BACKOFF_BASE_MS, pollingIntervalMs);
 }

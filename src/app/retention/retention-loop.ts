@@ -1,3 +1,4 @@
+import { doublingBackoffMs } from "../doubling-backoff.js";
 import type { Logger } from "../logger.js";
 import { sweepRetention, type RetentionSweepDeps, type SweepReport } from "./retention-sweep.js";
 
@@ -63,7 +64,7 @@ export class RetentionLoop {
       if (error instanceof RetentionStopped) return;
       this.#failures++;
       logger.error({ err: error, consecutiveFailures: this.#failures }, "retention sweep failed");
-      this.#schedule(Math.min(intervalMs, FAILURE_BACKOFF_BASE_MS * 2 ** Math.min(this.#failures - 1, 16)));
+      this.#schedule(doublingBackoffMs(this.#failures, FAILURE_BACKOFF_BASE_MS, intervalMs));
       return;
     }
     this.#failures = 0;
