@@ -137,6 +137,14 @@ function upsertParameters(timer: Timer): unknown[] {
   ];
 }
 
+/** The columns of upsertParameters, in its order. */
+const UPSERT_COLUMNS = `tenant_id, service_call_id, state, due_at, data, correlation_id,
+  command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms,
+  delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at`;
+const UPSERT_VALUES = UPSERT_COLUMNS.split(",")
+  .map(() => "?")
+  .join(", ");
+
 // Queries of Scheduled timers spell `state = 'Scheduled'` literally, so the planner matches the
 // partial index timer_schedules_due_idx once at prepare time instead of re-planning per binding.
 const DUE_ORDER = "ORDER BY due_at, tenant_id, service_call_id LIMIT @limit";
@@ -155,6 +163,7 @@ export class SqliteTimerStore implements TimerStore {
   readonly #db: Database.Database;
   readonly #selectByKey: Database.Statement<[tenantId: string, serviceCallId: string], TimerRow>;
   readonly #upsert: Database.Statement<[unknown[]]>;
+  readonly #insertNew: Database.Statement<[unknown[]]>;
   readonly #selectDue: Database.Statement<[{ nowMs: number; limit: number }], DueTimerRow>;
   readonly #selectDueAfter: Database.Statement<[DueCursor & { nowMs: number; limit: number }], DueTimerRow>;
   readonly #recordFiring: Database.Statement<unknown[]>;
@@ -184,11 +193,9 @@ export class SqliteTimerStore implements TimerStore {
     this.#db = db;
     this.#checkpointer = checkpointer;
     this.#selectByKey = db.prepare(`SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?`);
+    this.#insertNew = db.prepare(`INSERT INTO timer_schedules (${UPSERT_COLUMNS}) VALUES (${UPSERT_VALUES}) ON CONFLICT DO NOTHING`);
     this.#upsert = db.prepare(`
-      INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id,
-        command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms,
-        delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      INSERT INTO timer_schedules (${UPSERT_COLUMNS}) VALUES (${UPSERT_VALUES})
       ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET
         state = excluded.state, due_at = excluded.due_at, data = excluded.data,
         correlation_id = excluded.correlation_id, command_ts = excluded.command_ts,
@@ -276,8 +283,12 @@ export class SqliteTimerStore implements TimerStore {
           return decision;
         }
         const { tenantId, serviceCallId } = command;
-        const prefixCancelTs = this.#prefixIndex.latestFor(tenantId, serviceCallId);
-        const decision = decide(timerOf(this.#selectByKey.get(tenantId, serviceCallId)), command, { prefixCancelTs });
+        const context = { prefixCancelTs: this.#prefixIndex.latestFor(tenantId, serviceCallId) };
+        // Most commands create their key: decided as for a new key and inserted unless the key
+        // exists, which saves the read. Otherwise decided again on the stored timer.
+        const asNew = decide(undefined, command, context);
+        if (asNew.next !== undefined && this.#insertNew.run(upsertParameters(asNew.next)).changes === 1) return asNew;
+        const decision = decide(timerOf(this.#selectByKey.get(tenantId, serviceCallId)), command, context);
         if (decision.next !== undefined) this.#upsert.run(upsertParameters(decision.next));
         return decision;
       }),
