@@ -44,13 +44,10 @@ export const SQLITE_QUERY_SQL = {
   get: `SELECT ${RECORD_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
   scanOneState: scanBranch("Scheduled"),
   scanAllStates: SCAN_ALL_STATES,
-  countByState: "SELECT state, count(*) AS count FROM timer_schedules WHERE tenant_id = @tenantId GROUP BY state",
+  // Kept by triggers (drizzle/sqlite/0008_state_counts.sql): a few rows, not the tenant's index range.
+  countByState: `SELECT state, count, duration_sum_ms AS durationSumMs, duration_count AS durationCount
+    FROM timer_state_counts WHERE tenant_id = @tenantId`,
   nextDue: "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE tenant_id = @tenantId AND state = 'Scheduled'",
-  // Without INDEXED BY the planner (which has no statistics) walks the tenant's whole primary-key
-  // range; the index reaches the tenant's Completed rows directly.
-  avgDuration: `
-    SELECT avg(completed_at - fired_at) AS avgDurationMs FROM timer_schedules INDEXED BY timer_schedules_tenant_state_due_idx
-    WHERE tenant_id = @tenantId AND state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL`,
   // A loose index scan: one primary-key seek per tenant instead of reading every row.
   tenants: `
     WITH RECURSIVE tenants(tenantId) AS (
@@ -73,16 +70,18 @@ type ScanParams = {
 /**
  * TimerQueries on the service's SQLite connection (`SqliteTimerStore.database`), with prepared
  * statements. Every statement is served by an index (checked with EXPLAIN QUERY PLAN in
- * test/contract/sqlite-timer-queries.test.ts): get by the primary key, list and stats by
- * timer_schedules_tenant_state_due_idx, tenants by skipping along the primary key.
+ * test/contract/sqlite-timer-queries.test.ts): get by the primary key, list and the next due time by
+ * timer_schedules_tenant_state_due_idx, counts from timer_state_counts (kept by triggers), tenants by skipping along the primary key.
  */
 export class SqliteTimerQueries implements TimerQueries {
   readonly #byKey: Database.Statement<[TimerKey], TimerRecord>;
   readonly #scanState: ReadonlyMap<StoredTimerState, Database.Statement<[ScanParams], ScannedKey>>;
   readonly #scanAll: Database.Statement<[ScanParams], ScannedKey>;
-  readonly #countByState: Database.Statement<[{ tenantId: string }], { state: StoredTimerState; count: number }>;
+  readonly #countByState: Database.Statement<
+    [{ tenantId: string }],
+    { state: StoredTimerState; count: number; durationSumMs: number; durationCount: number }
+  >;
   readonly #nextDue: Database.Statement<[{ tenantId: string }], { dueAtMs: number | null }>;
-  readonly #avgDuration: Database.Statement<[{ tenantId: string }], { avgDurationMs: number | null }>;
   readonly #tenants: Database.Statement<[{ limit: number }], { tenantId: string }>;
 
   constructor(db: Database.Database) {
@@ -91,7 +90,6 @@ export class SqliteTimerQueries implements TimerQueries {
     this.#scanAll = db.prepare(SQLITE_QUERY_SQL.scanAllStates);
     this.#countByState = db.prepare(SQLITE_QUERY_SQL.countByState);
     this.#nextDue = db.prepare(SQLITE_QUERY_SQL.nextDue);
-    this.#avgDuration = db.prepare(SQLITE_QUERY_SQL.avgDuration);
     this.#tenants = db.prepare(SQLITE_QUERY_SQL.tenants);
   }
 
@@ -119,12 +117,12 @@ export class SqliteTimerQueries implements TimerQueries {
 
   async stats(tenantId: string): Promise<TimerCounts> {
     const byState = Object.fromEntries(TIMER_STATES.map((s) => [s, 0])) as Record<StoredTimerState, number>;
-    for (const { state, count } of this.#countByState.all({ tenantId })) byState[state] = count;
-    return {
-      byState,
-      nextDueAtMs: this.#nextDue.get({ tenantId })?.dueAtMs ?? null,
-      avgDurationMs: this.#avgDuration.get({ tenantId })?.avgDurationMs ?? null,
-    };
+    let avgDurationMs: number | null = null;
+    for (const { state, count, durationSumMs, durationCount } of this.#countByState.all({ tenantId })) {
+      byState[state] = count;
+      if (state === "Completed" && durationCount > 0) avgDurationMs = durationSumMs / durationCount;
+    }
+    return { byState, nextDueAtMs: this.#nextDue.get({ tenantId })?.dueAtMs ?? null, avgDurationMs };
   }
 
   async tenants(limit: number): Promise<string[]> {

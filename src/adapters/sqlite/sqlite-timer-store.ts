@@ -63,6 +63,9 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
     db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
     // 32 MB of page cache: fewer page reads when commands land at random places of a large table.
     db.pragma("cache_size = -32768");
+    // The delete trigger of timer_state_counts must also see rows an INSERT OR REPLACE removes
+    // (SQLite fires delete triggers for those only with recursive triggers on).
+    db.pragma("recursive_triggers = ON");
     // wal_autocheckpoint is raised only with background checkpoints (below). No query here sorts or
     // builds a temp table, so temp_store does not matter.
     migrate(drizzle({ client: db }), { migrationsFolder: options.migrationsFolder ?? DEFAULT_MIGRATIONS_FOLDER });
