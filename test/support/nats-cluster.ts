@@ -151,6 +151,42 @@ export class NatsCluster {
     }
   }
 
+  /**
+   * Waits until each of `streams` has a leader and every one of its replicas is current (caught up
+   * with the leader, not offline), within `timeoutMs`. After a restart this is the moment the
+   * cluster tolerates the loss of another node again: stopping one earlier can leave a replicated
+   * stream with only the leader and a replica still catching up, i.e. without a quorum.
+   */
+  async waitUntilReplicasCurrent(streams: readonly string[], timeoutMs = 30_000): Promise<void> {
+    const running = this.nodes.filter((node) => node.running);
+    const connection = await connect({ servers: running.map((node) => node.url), timeout: 1_000 });
+    try {
+      const jsm = await jetstreamManager(connection, { timeout: 2_000 });
+      const deadline = Date.now() + timeoutMs;
+      for (const stream of streams) {
+        let last = "no answer";
+        for (;;) {
+          const info = await jsm.streams.info(stream).catch((error: unknown) => ((last = String(error)), undefined));
+          if (info !== undefined) {
+            const replicas = info.cluster?.replicas ?? [];
+            const behind = replicas.filter((replica) => !replica.current || replica.offline === true);
+            const complete = replicas.length + 1 === info.config.num_replicas;
+            if (info.cluster?.leader !== undefined && complete && behind.length === 0) break;
+            last =
+              `leader ${info.cluster?.leader ?? "none"}, replicas ` +
+              replicas
+                .map((r) => `${r.name} ${r.current ? "current" : "behind"}${r.offline ? " offline" : ""} lag ${r.lag ?? 0}`)
+                .join(", ");
+          }
+          if (Date.now() > deadline) throw new Error(`${stream}: replicas not all current within ${timeoutMs} ms (${last})`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  }
+
   /** Stops every node and removes their store folders. */
   async dispose(): Promise<void> {
     await Promise.all(this.nodes.map((node) => node.stop(true)));
