@@ -35,7 +35,9 @@ export class PollSpacing {
   /** The sleep before the next poll: `delayMs`, stretched to the spacing while the rate is sustained. */
   delayMs(delayMs: number, nowMs: number): number {
     if (this.ratePerSecond(nowMs) < this.options.sustainedPerSecond) return delayMs;
-    return Math.max(delayMs, this.lastPollAtMs + this.options.minSpacingMs - nowMs);
+    // Capped at the spacing itself: after the wall clock steps back, lastPollAtMs lies ahead of now.
+    const spacingMs = Math.min(this.options.minSpacingMs, this.lastPollAtMs + this.options.minSpacingMs - nowMs);
+    return Math.max(delayMs, spacingMs);
   }
 }
 

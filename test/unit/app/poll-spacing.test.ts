@@ -39,4 +39,11 @@ describe("PollSpacing", () => {
     for (let t = 0; t <= 2_000; t += 100) spacing.recordPoll(t, 400);
     expect(spacing.ratePerSecond(2_000)).toBeGreaterThan(2_000);
   });
+
+  it("never stretches a sleep by more than the spacing, even after the wall clock stepped back", () => {
+    const spacing = new PollSpacing(options);
+    for (let t = 0; t <= 2_000; t += 1) spacing.recordPoll(t, 1);
+    // The clock steps back one hour: the last poll now lies an hour "ahead".
+    expect(spacing.delayMs(0, 2_000 - 3_600_000)).toBe(10);
+  });
 });
