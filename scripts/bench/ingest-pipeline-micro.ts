@@ -6,7 +6,9 @@
  *   npx tsx scripts/bench/ingest-pipeline-micro.ts [--commands 50000] [--batch 500] [--rounds 3] [--synchronous FULL] [--random]
  *
  * Prints µs of CPU per command for decode alone and for the whole `process` call (decode + apply +
- * settle). One JSON line on stdout.
+ * settle). One JSON line on stdout. `--random`: keys and due times at random, like the ingest
+ * scenario. `MICRO_SQL='…'` runs that SQL on each fresh store first, for what-ifs such as
+ * `DROP INDEX timer_schedules_tenant_state_due_idx` or `DROP TRIGGER timer_state_counts_insert`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

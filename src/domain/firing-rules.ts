@@ -76,45 +76,21 @@ export function decideFiring(
   const lateMs = nowMs - latest.dueAtMs;
   const kind = maxLatenessMs !== null && lateMs > maxLatenessMs ? "missed" : "reached";
   const following = repeat === null ? null : nextOccurrence(repeat, latest, calendar);
-  if (kind === "reached" && following === null && timer.delivery) {
-    // A tracked timer waits for its consumer's report (CONTRACT §11).
-    const next: TimerAfterFiring = {
-      state: "Fired",
-      dueAtMs: latest.dueAtMs,
-      occurrence: latest.occurrence,
-      reachedAtMs: nowMs,
-      commandTs: timer.commandTs,
-      updatedAtMs: nowMs,
-      tracking: firstPublish(timer.delivery, nowMs),
-    };
-    return {
-      kind,
-      dueAtMs: latest.dueAtMs,
-      occurrence: repeat === null ? null : latest.occurrence,
-      missedOccurrences: skipped,
-      lateMs,
-      next,
-    };
-  }
+  const after = { reachedAtMs: nowMs, commandTs: timer.commandTs, updatedAtMs: nowMs };
   const next: TimerAfterFiring =
-    following === null
-      ? // The last occurrence: the timer ends as its last event says.
-        {
-          state: kind === "missed" ? "Missed" : "Reached",
-          dueAtMs: latest.dueAtMs,
-          occurrence: latest.occurrence,
-          reachedAtMs: nowMs,
-          commandTs: timer.commandTs,
-          updatedAtMs: nowMs,
-        }
-      : {
-          state: "Scheduled",
-          dueAtMs: following.dueAtMs,
-          occurrence: following.occurrence,
-          reachedAtMs: nowMs,
-          commandTs: timer.commandTs,
-          updatedAtMs: nowMs,
-        };
+    following !== null
+      ? { state: "Scheduled", dueAtMs: following.dueAtMs, occurrence: following.occurrence, ...after }
+      : kind === "reached" && timer.delivery
+        ? // A tracked timer waits for its consumer's report (CONTRACT §11).
+          {
+            state: "Fired",
+            dueAtMs: latest.dueAtMs,
+            occurrence: latest.occurrence,
+            ...after,
+            tracking: firstPublish(timer.delivery, nowMs),
+          }
+        : // The last occurrence: the timer ends as its last event says.
+          { state: kind === "missed" ? "Missed" : "Reached", dueAtMs: latest.dueAtMs, occurrence: latest.occurrence, ...after };
   return {
     kind,
     dueAtMs: latest.dueAtMs,

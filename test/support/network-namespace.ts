@@ -12,7 +12,7 @@ import { execFile, execFileSync, spawnSync } from "node:child_process";
 export class ServiceNamespace {
   private static nextIndex = 0;
   private readonly rules: string[][] = [];
-  private readonly lossRules: string[] = [];
+  private readonly lossProbabilities: string[] = [];
   private disposed = false;
 
   private constructor(
@@ -127,60 +127,25 @@ export class ServiceNamespace {
    */
   loss(percent: number): void {
     const probability = String(percent / 100);
-    for (const [chain, dir] of [
-      ["OUTPUT", "-o"],
-      ["INPUT", "-i"],
-    ] as const) {
-      this.exec([
-        "iptables",
-        "-I",
-        chain,
-        "1",
-        dir,
-        this.nsLink,
-        "-m",
-        "statistic",
-        "--mode",
-        "random",
-        "--probability",
-        probability,
-        "-j",
-        "DROP",
-      ]);
-    }
-    this.lossRules.push(probability);
+    for (const { chain, match } of this.lossRules(probability)) this.exec(["iptables", "-I", chain, "1", ...match]);
+    this.lossProbabilities.push(probability);
   }
 
   clearLoss(): void {
-    for (const probability of this.lossRules.splice(0)) {
-      for (const [chain, dir] of [
-        ["OUTPUT", "-o"],
-        ["INPUT", "-i"],
-      ] as const) {
-        spawnSync(
-          "ip",
-          [
-            "netns",
-            "exec",
-            this.name,
-            "iptables",
-            "-D",
-            chain,
-            dir,
-            this.nsLink,
-            "-m",
-            "statistic",
-            "--mode",
-            "random",
-            "--probability",
-            probability,
-            "-j",
-            "DROP",
-          ],
-          { stdio: "ignore" },
-        );
+    for (const probability of this.lossProbabilities.splice(0)) {
+      for (const { chain, match } of this.lossRules(probability)) {
+        spawnSync("ip", ["netns", "exec", this.name, "iptables", "-D", chain, ...match], { stdio: "ignore" });
       }
     }
+  }
+
+  /** The two iptables rules that drop `probability` of the link's packets, one each way. */
+  private lossRules(probability: string): { chain: string; match: string[] }[] {
+    const match = (dir: string) => [dir, this.nsLink, "-m", "statistic", "--mode", "random", "--probability", probability, "-j", "DROP"];
+    return [
+      { chain: "OUTPUT", match: match("-o") },
+      { chain: "INPUT", match: match("-i") },
+    ];
   }
 
   /**

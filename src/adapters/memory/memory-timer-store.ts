@@ -89,14 +89,14 @@ export class MemoryTimerStore implements TimerStore {
   }
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
-    const { nowMs, limit, after, owner, leaseUntilMs } = claim;
-    const due = [...this.#open().values()]
-      .filter(isScheduled)
-      .filter((timer) => timer.dueAtMs <= nowMs && (after === undefined || compareDue(timer, after) > 0))
-      .filter((timer) => !this.#heldByOther(timerKeyString(timer), owner, nowMs))
-      .sort(compareDue)
-      .slice(0, limit);
-    for (const timer of due) this.#claims.set(timerKeyString(timer), { owner, untilMs: leaseUntilMs });
+    const { nowMs, after } = claim;
+    const due = this.#claim(
+      [...this.#open().values()]
+        .filter(isScheduled)
+        .filter((timer) => timer.dueAtMs <= nowMs && (after === undefined || compareDue(timer, after) > 0)),
+      compareDue,
+      claim,
+    );
     return due.map((t) => ({
       tenantId: t.tenantId,
       serviceCallId: t.serviceCallId,
@@ -115,17 +115,14 @@ export class MemoryTimerStore implements TimerStore {
   }
 
   async claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]> {
-    const { nowMs, limit, owner, leaseUntilMs } = claim;
-    const passed = [...this.#open().values()]
-      .filter(
+    const { nowMs } = claim;
+    const passed = this.#claim(
+      [...this.#open().values()].filter(
         (t) => t.state === "Fired" && t.delivery && t.deadlineAtMs !== null && t.deadlineAtMs !== undefined && t.deadlineAtMs <= nowMs,
-      )
-      .filter((t) => !this.#heldByOther(timerKeyString(t), owner, nowMs))
-      .sort(
-        (a, b) => a.deadlineAtMs! - b.deadlineAtMs! || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId),
-      )
-      .slice(0, limit);
-    for (const timer of passed) this.#claims.set(timerKeyString(timer), { owner, untilMs: leaseUntilMs });
+      ),
+      (a, b) => a.deadlineAtMs! - b.deadlineAtMs! || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId),
+      claim,
+    );
     return passed.map((t) => ({
       tenantId: t.tenantId,
       serviceCallId: t.serviceCallId,
@@ -227,6 +224,20 @@ export class MemoryTimerStore implements TimerStore {
     this.#open();
     const keys = timers === undefined ? [...this.#claims.keys()] : timers.map(timerKeyString);
     for (const key of keys) if (this.#claims.get(key)?.owner === owner) this.#claims.delete(key);
+  }
+
+  /** The first `limit` candidates in `order` that no other owner holds, now claimed by `owner`. */
+  #claim<T extends Timer>(
+    candidates: T[],
+    order: (a: T, b: T) => number,
+    { nowMs, limit, owner, leaseUntilMs }: { nowMs: number; limit: number; owner: string; leaseUntilMs: number },
+  ): T[] {
+    const claimed = candidates
+      .filter((timer) => !this.#heldByOther(timerKeyString(timer), owner, nowMs))
+      .sort(order)
+      .slice(0, limit);
+    for (const timer of claimed) this.#claims.set(timerKeyString(timer), { owner, untilMs: leaseUntilMs });
+    return claimed;
   }
 
   #heldByOther(key: string, owner: string, nowMs: number): boolean {

@@ -75,25 +75,36 @@ const PREFIX_CANCEL_TS = `(
   WHERE p.tenant_id = c.tenant_id AND p.service_call_id_prefix <= c.service_call_id
     AND starts_with(c.service_call_id, p.service_call_id_prefix))`;
 
-const CLAIMABLE = `
-  state = 'Scheduled' AND due_at <= $3
-  AND (claimed_until IS NULL OR claimed_until <= $3 OR claimed_by = $1)`;
+/** Rows nobody else holds a live claim on ($1 owner, $3 now). */
+const UNCLAIMED = "(claimed_until IS NULL OR claimed_until <= $3 OR claimed_by = $1)";
 
-function claimDue(afterCursor: string): string {
+/**
+ * The CTEs `picked` (at most $4 rows matching `where` in `orderBy`, locked, rows locked by others
+ * skipped) and `claimed` (those rows, now claimed by $1 until $2, with the `returning` columns).
+ */
+function claimRows(where: string, orderBy: string, returning: string): string {
   return `
   WITH picked AS MATERIALIZED (
     SELECT tenant_id, service_call_id FROM timer_schedules
-    WHERE ${CLAIMABLE} ${afterCursor}
-    ORDER BY due_at, tenant_id, service_call_id
+    WHERE ${where} AND ${UNCLAIMED}
+    ORDER BY ${orderBy}
     LIMIT $4
     FOR UPDATE SKIP LOCKED
   ), claimed AS (
     UPDATE timer_schedules t SET claimed_by = $1, claimed_until = $2
     FROM picked p
     WHERE t.tenant_id = p.tenant_id AND t.service_call_id = p.service_call_id
-    RETURNING t.tenant_id, t.service_call_id, t.due_at, t.generation, t.data, t.correlation_id, t.occurrence,
-      t.repeat, t.max_lateness_ms, t.command_ts, t.reached_at, t.delivery
-  )
+    RETURNING ${returning}
+  )`;
+}
+
+function claimDue(afterCursor: string): string {
+  return `${claimRows(
+    `state = 'Scheduled' AND due_at <= $3 ${afterCursor}`,
+    "due_at, tenant_id, service_call_id",
+    `t.tenant_id, t.service_call_id, t.due_at, t.generation, t.data, t.correlation_id, t.occurrence,
+      t.repeat, t.max_lateness_ms, t.command_ts, t.reached_at, t.delivery`,
+  )}
   SELECT tenant_id AS "tenantId", service_call_id AS "serviceCallId", due_at AS "dueAtMs", generation, data,
     correlation_id AS "correlationId", occurrence, repeat, max_lateness_ms AS "maxLatenessMs",
     command_ts AS "commandTs", reached_at AS "reachedAtMs", delivery, ${PREFIX_CANCEL_TS} AS "prefixCancelTs"
@@ -206,20 +217,7 @@ export const UPDATE_PREFIX_PROGRESS = `
  * Claims Fired timers whose deadline passed (CONTRACT §11): $1 owner, $2 lease until, $3 now,
  * $4 limit; through the partial index timer_schedules_fired_deadline_idx, skipping locked rows.
  */
-export const CLAIM_DEADLINES = `
-  WITH picked AS MATERIALIZED (
-    SELECT tenant_id, service_call_id FROM timer_schedules
-    WHERE state = 'Fired' AND deadline_at <= $3
-      AND (claimed_until IS NULL OR claimed_until <= $3 OR claimed_by = $1)
-    ORDER BY deadline_at, tenant_id, service_call_id
-    LIMIT $4
-    FOR UPDATE SKIP LOCKED
-  ), claimed AS (
-    UPDATE timer_schedules t SET claimed_by = $1, claimed_until = $2
-    FROM picked p
-    WHERE t.tenant_id = p.tenant_id AND t.service_call_id = p.service_call_id
-    RETURNING t.*
-  )
+export const CLAIM_DEADLINES = `${claimRows("state = 'Fired' AND deadline_at <= $3", "deadline_at, tenant_id, service_call_id", "t.*")}
   SELECT tenant_id AS "tenantId", service_call_id AS "serviceCallId", due_at AS "dueAtMs", generation, data,
     correlation_id AS "correlationId", reached_at AS "reachedAtMs", updated_at AS "updatedAtMs",
     last_reason AS "lastReason", delivery, attempt, deadline_at AS "deadlineAtMs"

@@ -3,7 +3,7 @@ import type { Logger } from "../logger.js";
 import type { TimerStore } from "../timer-store.js";
 import type { DeliveryDeadlineWorker } from "./delivery-deadline-worker.js";
 import { failedPollBackoffMs } from "./failure-backoff.js";
-import { WakeableSleep } from "./wakeable-sleep.js";
+import { PollingLoop } from "./polling-loop.js";
 
 export interface DeliveryDeadlineLoopDeps {
   readonly worker: DeliveryDeadlineWorker;
@@ -20,54 +20,44 @@ export interface DeliveryDeadlineLoopDeps {
  * report or a first publish set an earlier deadline. Errors are logged and retried with backoff.
  */
 export class DeliveryDeadlineLoop {
-  private running: Promise<void> | undefined;
-  private stopped = false;
-  private readonly sleeper: WakeableSleep;
+  private readonly loop: PollingLoop;
   private failures = 0;
 
   constructor(private readonly deps: DeliveryDeadlineLoopDeps) {
-    this.sleeper = new WakeableSleep(deps.clock, deps.pollingIntervalMs);
+    this.loop = new PollingLoop(deps.clock, deps.pollingIntervalMs, () => this.cycle());
   }
 
   start(): void {
-    if (this.running !== undefined) return;
-    this.stopped = false;
-    this.running = this.run();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.sleeper.interrupt();
-    await this.running;
-    this.running = undefined;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** A deadline at `atMs` was set: look no later than then. */
-  wake(atMs: number = Number.NEGATIVE_INFINITY): void {
-    this.sleeper.wake(atMs);
+  wake(atMs?: number): void {
+    this.loop.wake(atMs);
   }
 
-  private async run(): Promise<void> {
+  /** One cycle: polls while they come back full, then the sleep until the earliest deadline. */
+  private async cycle(): Promise<number> {
     const { worker, store, clock, logger, pollingIntervalMs } = this.deps;
-    while (!this.stopped) {
-      this.sleeper.beginCycle();
-      let delayMs = pollingIntervalMs;
-      try {
-        let report;
-        do report = await worker.poll();
-        while (report.full && !this.stopped);
-        this.failures = report.publishFailed > 0 ? this.failures + 1 : 0;
-        if (this.failures === 0) {
-          const next = await store.nextDeadlineAt();
-          if (next !== null) delayMs = Math.min(pollingIntervalMs, Math.max(0, next - clock.now()));
-        }
-      } catch (error) {
-        this.failures++;
-        logger.error({ err: error, consecutiveFailures: this.failures }, "delivery deadline poll failed");
+    let delayMs = pollingIntervalMs;
+    try {
+      let report;
+      do report = await worker.poll();
+      while (report.full && !this.loop.stopped);
+      this.failures = report.publishFailed > 0 ? this.failures + 1 : 0;
+      if (this.failures === 0) {
+        const next = await store.nextDeadlineAt();
+        // The sleep caps this at the polling interval and at 0.
+        if (next !== null) delayMs = next - clock.now();
       }
-      if (this.failures > 0) delayMs = failedPollBackoffMs(this.failures, pollingIntervalMs);
-      if (this.stopped) break;
-      await this.sleeper.sleep(delayMs);
+    } catch (error) {
+      this.failures++;
+      logger.error({ err: error, consecutiveFailures: this.failures }, "delivery deadline poll failed");
     }
+    return this.failures > 0 ? failedPollBackoffMs(this.failures, pollingIntervalMs) : delayMs;
   }
 }

@@ -4,7 +4,7 @@ import type { DueCursor, TimerStore } from "../timer-store.js";
 import type { DueTimerWorker, PollReport } from "./due-timer-worker.js";
 import { failedPollBackoffMs } from "./failure-backoff.js";
 import { PollSpacing } from "./poll-spacing.js";
-import { WakeableSleep } from "./wakeable-sleep.js";
+import { PollingLoop } from "./polling-loop.js";
 
 export interface DueTimerLoopDeps {
   readonly worker: DueTimerWorker;
@@ -31,51 +31,42 @@ const SUSTAINED_SPACING = { minSpacingMs: 10, sustainedPerSecond: 200 };
  * earlier timer. Errors are logged and retried with backoff; the loop itself never dies.
  */
 export class DueTimerLoop {
-  private running: Promise<void> | undefined;
-  private stopped = false;
-  private readonly sleeper: WakeableSleep;
+  private readonly loop: PollingLoop;
   private readonly spacing = new PollSpacing(SUSTAINED_SPACING);
   private consecutiveFailures = 0;
 
   constructor(private readonly deps: DueTimerLoopDeps) {
-    this.sleeper = new WakeableSleep(deps.clock, deps.pollingIntervalMs);
+    this.loop = new PollingLoop(deps.clock, deps.pollingIntervalMs, () => this.cycle());
   }
 
   start(): void {
-    if (this.running !== undefined) return;
-    this.stopped = false;
-    this.running = this.run();
+    this.loop.start();
   }
 
   /** Stops after the poll in hand (its publishes and marks complete). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.sleeper.interrupt();
-    await this.running;
-    this.running = undefined;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** A timer due at `dueAtMs` (or anything, when omitted) was scheduled: wake no later than then. */
-  wake(dueAtMs: number = Number.NEGATIVE_INFINITY): void {
-    this.sleeper.wake(dueAtMs);
+  wake(dueAtMs?: number): void {
+    this.loop.wake(dueAtMs);
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      this.sleeper.beginCycle();
-      const startedAtMs = this.deps.clock.now();
-      const found = await this.pollUntilDrained();
-      this.spacing.recordPoll(startedAtMs, found);
-      if (this.stopped) break;
-      const delayMs = await this.nextDelayMs();
-      if (this.stopped) break;
-      await this.sleeper.sleep(this.spacing.delayMs(delayMs, this.deps.clock.now()));
-    }
+  /** One cycle: the polls of a chain, then the sleep until the next due time (spaced under load). */
+  private async cycle(): Promise<number> {
+    const { clock } = this.deps;
+    const startedAtMs = clock.now();
+    const found = await this.pollUntilDrained();
+    this.spacing.recordPoll(startedAtMs, found);
+    if (this.loop.stopped) return 0;
+    return this.spacing.delayMs(await this.nextDelayMs(), clock.now());
   }
 
   /**
-   * Polls while batches come back full and returns how many due timers the chain found. Timers stored behind the chain's cursor meanwhile are due
-   * already, so the next-due-time lookup after the chain makes the loop poll again at once.
+   * Polls while batches come back full and returns how many due timers the chain found. Timers
+   * stored behind the chain's cursor meanwhile are due already, so the next-due-time lookup after
+   * the chain makes the loop poll again at once.
    * Up to PIPELINE_DEPTH polls are in flight: the next one reads after the previous one's last
    * timer while that one's publishes await their acks, so a backlog drains at the speed of the
    * broker rather than of one round trip per batch. Publish order stays oldest due first.
@@ -94,7 +85,7 @@ export class DueTimerLoop {
           inFlight.push(poll.done);
           const read = await poll.read;
           cursor = read.last;
-          more = read.full && !this.stopped;
+          more = read.full && !this.loop.stopped;
           continue;
         }
         const report = await inFlight.shift()!;
@@ -123,8 +114,8 @@ export class DueTimerLoop {
     if (this.consecutiveFailures > 0) return failedPollBackoffMs(this.consecutiveFailures, pollingIntervalMs);
     try {
       const nextDueAtMs = await store.nextDueAt();
-      if (nextDueAtMs === null) return pollingIntervalMs;
-      return Math.min(pollingIntervalMs, Math.max(0, nextDueAtMs - clock.now()));
+      // The sleep caps this at the polling interval and at 0.
+      return nextDueAtMs === null ? pollingIntervalMs : nextDueAtMs - clock.now();
     } catch (error) {
       logger.error({ err: error }, "reading the next due time failed");
       return pollingIntervalMs;
