@@ -5,6 +5,18 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 const INT8_OID = 20;
 
+/**
+ * Planner settings of every connection. Each of the store's statements is a walk of one index in
+ * its order (claims) or a lookup of a batch's keys by primary key; that is the cheap plan for any
+ * table size. But the planner costs plans from statistics that autovacuum refreshes only about a
+ * minute after a bulk insert: until then it believes few rows are Scheduled, and chose a bitmap
+ * scan that sorted the whole due range for every claim of 100 rows, and hash joins that read every
+ * Scheduled row to mark 100 of them (100k timers due at one instant: 0.4–1.1 s per statement, the
+ * burst twice as slow). Disabling those plan types only raises their cost, so a statement with no
+ * other way still runs. See docs/adr/0005.
+ */
+const PLANNER_SETTINGS = "-c enable_bitmapscan=off -c enable_hashjoin=off -c enable_mergejoin=off";
+
 export interface PostgresPoolOptions {
   /** `postgres://user:pass@host:port/db`; never logged (it may hold a password). */
   readonly url: string;
@@ -37,7 +49,7 @@ export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
     idleTimeoutMillis: 0,
     keepAlive: true,
     application_name: "timer-service",
-    options: `-c search_path=${options.schema}`,
+    options: `-c search_path=${options.schema} ${PLANNER_SETTINGS}`,
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") =>
         oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,

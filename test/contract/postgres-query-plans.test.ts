@@ -1,0 +1,117 @@
+import { randomBytes } from "node:crypto";
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
+import { openPostgresTimerStore, type PostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
+import * as q from "../../src/adapters/postgres/timer-schedules.sql.js";
+import type { DecideCommand } from "../../src/app/timer-store.js";
+import type { KeyCommand } from "../../src/domain/timer-command.js";
+import { decideCommand } from "../../src/domain/timer-rules.js";
+import { dropSchema, TEST_DATABASE_URL } from "../support/test-postgres.js";
+
+// The plans the store's hot statements get right after a bulk insert, before autovacuum has
+// analyzed the table: the moment a burst of timers all due at once meets statistics that say the
+// table is nearly empty. Kept off: autovacuum, so the statistics stay as stale as in that moment.
+const SCHEMA = `plans_${process.pid}_${randomBytes(4).toString("hex")}`;
+const NOW = 1_764_108_000_000;
+const TIMERS = 20_000;
+const BATCH = 100;
+const decide: DecideCommand = (current, command, context) => decideCommand(current, command, NOW, context);
+
+interface PlanNode {
+  readonly "Node Type": string;
+  readonly "Relation Name"?: string;
+  readonly "Index Name"?: string;
+  readonly Plans?: readonly PlanNode[];
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+/** Every scan of timer_schedules, as "Node Type[ index]". */
+function scansOfTimers(plan: PlanNode): string[] {
+  return nodes(plan)
+    .filter((node) => node["Relation Name"] === "timer_schedules" && node["Node Type"].endsWith("Scan"))
+    .map((node) => [node["Node Type"], node["Index Name"]].filter(Boolean).join(" "));
+}
+
+let store: PostgresTimerStore;
+let pool: pg.Pool;
+
+async function plan(text: string, values: unknown[]): Promise<PlanNode> {
+  const { rows } = await pool.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>({ text: `EXPLAIN (FORMAT JSON) ${text}`, values });
+  return rows[0]!["QUERY PLAN"][0].Plan;
+}
+
+const keys = Array.from({ length: BATCH }, (_, i) => `call-${String(i * 97).padStart(6, "0")}`);
+
+beforeAll(async () => {
+  store = await openPostgresTimerStore({ url: TEST_DATABASE_URL, schema: SCHEMA, maxConnections: 2 });
+  pool = createPostgresPool({
+    url: TEST_DATABASE_URL,
+    schema: SCHEMA,
+    maxConnections: 1,
+    connectionTimeoutMs: 5_000,
+    onIdleError: () => {},
+  });
+  await pool.query("ALTER TABLE timer_schedules SET (autovacuum_enabled = false)");
+  const commands: KeyCommand[] = Array.from({ length: TIMERS }, (_, i) => ({
+    kind: "schedule",
+    tenantId: "acme",
+    serviceCallId: `call-${String(i).padStart(6, "0")}`,
+    dueAtMs: NOW,
+    data: null,
+    correlationId: null,
+    timestampMs: 1,
+  }));
+  for (let i = 0; i < commands.length; i += 5_000) await store.applyCommands(commands.slice(i, i + 5_000), decide);
+}, 60_000);
+
+afterAll(async () => {
+  await pool?.end();
+  await store?.close();
+  await dropSchema(SCHEMA);
+});
+
+describe("Postgres plans with statistics older than a bulk insert", () => {
+  it("when every timer is due, then a claim walks the due index in order instead of sorting the due range", async () => {
+    const claim = [`owner-a`, NOW + 30_000, NOW, BATCH];
+
+    const first = await plan(q.CLAIM_DUE, claim);
+    const after = await plan(q.CLAIM_DUE_AFTER, [...claim, NOW, "acme", "call-010000"]);
+
+    for (const claimPlan of [first, after]) {
+      expect(scansOfTimers(claimPlan)).toContain("Index Scan timer_schedules_due_idx");
+      expect(scansOfTimers(claimPlan).filter((scan) => !scan.startsWith("Index Scan"))).toEqual([]);
+    }
+  });
+
+  it("when a batch of firings is recorded or a batch's keys are locked, then the rows are found by primary key, not by reading every Scheduled row", async () => {
+    const n = keys.length;
+    const firings = [
+      "owner-a",
+      keys.map(() => "acme"),
+      keys,
+      keys.map(() => NOW),
+      keys.map(() => 1),
+      keys.map(() => "Reached"),
+      keys.map(() => NOW),
+      keys.map(() => 0),
+      keys.map(() => NOW),
+      keys.map(() => 1),
+      keys.map(() => NOW),
+      new Array(n).fill(null),
+      new Array(n).fill(null),
+      new Array(n).fill(null),
+    ];
+
+    const record = await plan(q.RECORD_FIRINGS, firings);
+    const lock = await plan(q.SELECT_FOR_UPDATE, [keys.map(() => "acme"), keys]);
+
+    for (const batchPlan of [record, lock]) {
+      expect(nodes(batchPlan).map((node) => node["Node Type"])).not.toContain("Hash Join");
+      expect(scansOfTimers(batchPlan).filter((scan) => !scan.endsWith("_pk"))).toEqual([]);
+    }
+  });
+});
