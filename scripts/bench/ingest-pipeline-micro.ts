@@ -3,14 +3,15 @@
  * SQLite store, with the service's own classes. It splits the CPU of one ScheduleTimer between
  * decoding and storing, which the end-to-end `ingest` scenario cannot.
  *
- *   npx tsx scripts/bench/ingest-pipeline-micro.ts [--commands 50000] [--batch 500] [--rounds 3] [--synchronous FULL] [--random]
+ *   npx tsx scripts/bench/ingest-pipeline-micro.ts [--commands 50000] [--batch 500] [--rounds 3] [--synchronous FULL] [--random] [--pending 1000000]
  *
  * Prints µs of CPU per command for decode alone and for the whole `process` call (decode + apply +
  * settle). One JSON line on stdout. `--random`: keys and due times at random, like the ingest
- * scenario. `MICRO_SQL='…'` runs that SQL on each fresh store first, for what-ifs such as
+ * scenario. `--pending N`: each round's store first holds N Scheduled timers (the `pending1M` case of
+ * the ingest scenario: B-tree pages no longer fit the page cache). `MICRO_SQL='…'` runs that SQL on each fresh store first, for what-ifs such as
  * `DROP INDEX timer_schedules_tenant_state_due_idx` or `DROP TRIGGER timer_state_counts_insert`.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
@@ -21,7 +22,7 @@ import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor, type DeliveredCommand } from "../../src/app/commands/timer-command-processor.js";
 import type { TimerEventPublisher } from "../../src/app/timer-event-publisher.js";
-import { callId, prng, round, scheduleMessage } from "./harness.js";
+import { callId, populateScheduled, prng, round, scheduleMessage } from "./harness.js";
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string): string => {
@@ -32,6 +33,7 @@ const COMMANDS = Number(arg("--commands", "50000"));
 const BATCH = Number(arg("--batch", "500"));
 const ROUNDS = Number(arg("--rounds", "3"));
 const SYNCHRONOUS = arg("--synchronous", "FULL") as "FULL" | "NORMAL";
+const PENDING = Number(arg("--pending", "0"));
 
 const cpuUs = (): number => {
   const u = process.cpuUsage();
@@ -63,8 +65,16 @@ const results: Record<string, unknown>[] = [];
 try {
   const calendar = new CronerCalendar();
   const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock: systemClock, calendar });
+  const pendingTemplate = PENDING > 0 ? join(dir, "pending.db") : undefined;
+  if (pendingTemplate !== undefined) {
+    openSqliteTimerStore({ path: pendingTemplate }).close(); // migrates the file
+    const base = Date.now() + 7 * 86_400_000;
+    populateScheduled(pendingTemplate, { count: PENDING, tenantId: "bench", idPrefix: "t", dueAtMs: (i) => base + i, label: "pending" });
+  }
   for (let r = 0; r < ROUNDS; r++) {
-    const store = openSqliteTimerStore({ path: join(dir, `r${r}.db`), synchronous: SYNCHRONOUS });
+    const path = join(dir, `r${r}.db`);
+    if (pendingTemplate !== undefined) copyFileSync(pendingTemplate, path);
+    const store = openSqliteTimerStore({ path, synchronous: SYNCHRONOUS });
     if (process.env.MICRO_SQL) store.database.exec(process.env.MICRO_SQL);
     const processor = new TimerCommandProcessor({
       decoder,
