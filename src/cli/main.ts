@@ -1,12 +1,10 @@
 #!/usr/bin/env node
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { ConfigError, loadBrokerUrls, loadNatsCredentials, loadSubjectPrefix } from "../config.js";
 import { formatInstant } from "../domain/due-time.js";
 import { isServiceCallId, isTenantId } from "../app/commands/command-text.js";
-import { natsConnectionOptions } from "../adapters/nats/nats-connection.js";
 import { USAGE } from "./cli-usage.js";
 import { QUERY_OPTIONS, runQueryCommand } from "./query-commands.js";
 import { formatDuration, joinDurationWords, parseAt, parseDuration } from "./when.js";
@@ -102,8 +100,13 @@ function prefixOf(flags: Flags): string {
   return fromConfig("prefix", () => loadSubjectPrefix(flags.prefix === undefined ? process.env : { TIMER_SUBJECT_PREFIX: flags.prefix }));
 }
 
-function connectCli(flags: Flags): Promise<NatsConnection> {
+/** The NATS client loads only here, so `serve` validates its configuration before loading it (and the service's own copy). */
+async function connectCli(flags: Flags): Promise<NatsConnection> {
   const servers = fromConfig("server", () => loadBrokerUrls(flags.server === undefined ? process.env : { TIMER_BROKER_URL: flags.server }));
+  const [{ connect }, { natsConnectionOptions }] = await Promise.all([
+    import("@nats-io/transport-node"),
+    import("../adapters/nats/nats-connection.js"),
+  ]);
   return connect({
     ...natsConnectionOptions(servers, loadNatsCredentials(process.env)),
     name: "timer-service-cli",
@@ -216,6 +219,7 @@ async function publishCommand(
   };
   const subject = `${prefixOf(flags)}.commands.${kind}.${tenantId}`;
   await withConnection(flags, async (nc) => {
+    const { jetstream } = await import("@nats-io/jetstream");
     const ack = await jetstream(nc).publish(subject, JSON.stringify(envelope));
     process.stderr.write(`published ${envelope.type} to ${subject} (stream ${ack.stream}, seq ${ack.seq})\n`);
   });
