@@ -33,6 +33,12 @@ export interface StreamedDueEvent {
 const FETCH_BATCH = 2_000;
 const FETCH_EXPIRES_MS = 1_000;
 const RETRY_MS = 100;
+/**
+ * A fetch must end by itself within its `expires`; one whose consumer lives on a cluster node that
+ * went down and stays down never does (seen with @nats-io/jetstream 3.4), so after this long it is
+ * stopped and the consumer recreated on a node that is up.
+ */
+const FETCH_STALL_MS = FETCH_EXPIRES_MS + 4_000;
 /** While messages stream in, waiters are checked at most this often. */
 const NOTIFY_EVERY_MS = 20;
 
@@ -156,18 +162,31 @@ export class EventStreamReader {
         consumerName = info.name;
         const consumer = await this.js.consumers.get(this.stream, consumerName);
         while (!this.closed) {
-          const messages = await consumer.fetch({ max_messages: FETCH_BATCH, expires: FETCH_EXPIRES_MS });
+          let stalled = false;
+          let stop: (() => void) | undefined;
+          const watchdog = setTimeout(() => {
+            stalled = true;
+            stop?.();
+          }, FETCH_STALL_MS);
           let gap = false;
-          for await (const message of messages) {
-            if (message.seq !== this.cursor + 1) {
-              gap = true;
-              break;
+          try {
+            const messages = await consumer.fetch({ max_messages: FETCH_BATCH, expires: FETCH_EXPIRES_MS });
+            stop = () => messages.stop();
+            if (stalled) stop();
+            for await (const message of messages) {
+              if (message.seq !== this.cursor + 1) {
+                gap = true;
+                break;
+              }
+              this.record(message);
+              if (Date.now() - this.notifiedAtMs >= NOTIFY_EVERY_MS) this.notify();
             }
-            this.record(message);
-            if (Date.now() - this.notifiedAtMs >= NOTIFY_EVERY_MS) this.notify();
+          } finally {
+            clearTimeout(watchdog);
           }
           this.notify();
           if (gap) throw new Error("sequence gap");
+          if (stalled) throw new Error("fetch stalled");
         }
       } catch {
         if (this.closed) break;
