@@ -67,7 +67,7 @@ try {
   const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock: systemClock, calendar });
   const pendingTemplate = PENDING > 0 ? join(dir, "pending.db") : undefined;
   if (pendingTemplate !== undefined) {
-    openSqliteTimerStore({ path: pendingTemplate }).close(); // migrates the file
+    await openSqliteTimerStore({ path: pendingTemplate }).close(); // migrates the file
     const base = Date.now() + 7 * 86_400_000;
     populateScheduled(pendingTemplate, { count: PENDING, tenantId: "bench", idPrefix: "t", dueAtMs: (i) => base + i, label: "pending" });
   }
@@ -103,4 +103,4 @@ try {
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
-console.log(JSON.stringify({ commands: COMMANDS, batch: BATCH, synchronous: SYNCHRONOUS, results }));
+console.log(JSON.stringify({ commands: COMMANDS, batch: BATCH, synchronous: SYNCHRONOUS, random: RANDOM, pending: PENDING, results }));

@@ -125,6 +125,16 @@ export const CLAIM_DUE = claimDue("");
 export const CLAIM_DUE_AFTER = claimDue("AND (due_at, tenant_id, service_call_id) > ($5::bigint, $6::text, $7::text)");
 
 /**
+ * The state a batch update expects its rows in, as a value the planner cannot see through. Written
+ * as a literal, the partial index of that state (due or deadline) matches the query, and when the
+ * statistics predate a burst (analyzed while few rows were in that state) the planner takes that
+ * index for nearly empty and reads it whole once per batch row; so the rows are found by key.
+ */
+function expectingState(state: "Scheduled" | "Fired"): string {
+  return `WITH expected AS MATERIALIZED (SELECT '${state}'::text AS state)`;
+}
+
+/**
  * Records a batch of firings for owner $1: each firing ($2 tenants, $3 serviceCallIds, $4 dueAts and
  * $5 generations that were read) only while the timer is that version and no other owner holds a
  * live claim at the firing's update time ($11), and — unless the firing cancels it — no prefix cancel
@@ -132,6 +142,7 @@ export const CLAIM_DUE_AFTER = claimDue("AND (due_at, tenant_id, service_call_id
  * $10 commandTs (never lower than the stored one: a command may have moved it), and loses its claim.
  */
 export const RECORD_FIRINGS = `
+  ${expectingState("Scheduled")}
   UPDATE timer_schedules t
   SET state = i.state, due_at = i.next_due_at, occurrence = i.occurrence,
     reached_at = i.reached_at, command_ts = GREATEST(t.command_ts, i.command_ts), updated_at = i.updated_at,
@@ -140,9 +151,9 @@ export const RECORD_FIRINGS = `
   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::integer[], $6::text[], $7::bigint[], $8::integer[],
       $9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bigint[], $14::bigint[])
     AS i(tenant_id, service_call_id, due_at, generation, state, next_due_at, occurrence, reached_at, command_ts, updated_at,
-      attempt, fired_at, deadline_at)
+      attempt, fired_at, deadline_at), expected
   WHERE t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id
-    AND t.state = 'Scheduled' AND t.due_at = i.due_at AND t.generation = i.generation
+    AND t.state = expected.state AND t.due_at = i.due_at AND t.generation = i.generation
     AND (t.claimed_by IS NULL OR t.claimed_by = $1 OR t.claimed_until <= i.updated_at)
     AND (i.state = 'Cancelled' OR NOT EXISTS (
       SELECT 1 FROM timer_prefix_cancels p
@@ -230,14 +241,16 @@ export const CLAIM_DEADLINES = `${claimRows("state = 'Fired' AND deadline_at <= 
  * owner holds a live claim; the claim is given up.
  */
 export const RECORD_DEADLINES = `
+  ${expectingState("Fired")}
   UPDATE timer_schedules t
   SET state = i.state, attempt = i.next_attempt, reached_at = i.reached_at, deadline_at = i.next_deadline_at,
     last_reason = i.last_reason, updated_at = i.updated_at, claimed_by = NULL, claimed_until = NULL
   FROM unnest($2::text[], $3::text[], $4::integer[], $5::bigint[], $6::text[], $7::integer[], $8::bigint[],
       $9::bigint[], $10::text[], $11::bigint[])
-    AS i(tenant_id, service_call_id, attempt, deadline_at, state, next_attempt, reached_at, next_deadline_at, last_reason, updated_at)
+    AS i(tenant_id, service_call_id, attempt, deadline_at, state, next_attempt, reached_at, next_deadline_at, last_reason, updated_at),
+    expected
   WHERE t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id
-    AND t.state = 'Fired' AND t.attempt = i.attempt AND t.deadline_at = i.deadline_at
+    AND t.state = expected.state AND t.attempt = i.attempt AND t.deadline_at = i.deadline_at
     AND (t.claimed_by IS NULL OR t.claimed_by = $1 OR t.claimed_until <= i.updated_at)
   RETURNING t.tenant_id AS "tenantId", t.service_call_id AS "serviceCallId"`;
 
