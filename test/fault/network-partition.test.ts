@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { acquireHostLock, MOUNT_NAMESPACE_LOCK } from "../support/host-lock.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerClient } from "../support/timer-client.js";
@@ -41,6 +42,14 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
 });
+
+// Held for the whole file: its namespaces' processes would keep a loop ext4 of the storage-fault
+// test mounted (see MOUNT_NAMESPACE_LOCK), and one wait beats that test starving between ours.
+let releaseMountLock: (() => void) | undefined;
+beforeAll(async () => {
+  if (unavailable === undefined) releaseMountLock = await acquireHostLock(MOUNT_NAMESPACE_LOCK);
+}, 300_000);
+afterAll(() => releaseMountLock?.());
 
 interface Stack {
   readonly nats: NatsServerProcess;

@@ -1,3 +1,4 @@
+import { acquireHostLock, MOUNT_NAMESPACE_LOCK } from "../support/host-lock.js";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { NatsServerProcess } from "../support/nats-server.js";
@@ -379,6 +380,7 @@ describe.skipIf(TEST_STORE !== "sqlite")("storage faults", () => {
     "when the filesystem turns read-only under the running service (ext4 errors=remount-ro), then no command is acked, /readyz is 503, the I/O error is logged and the process lives on (/healthz 200); after SIGTERM (exit 0), unmount, e2fsck and mount, a restarted service stores the redelivered commands and every timer fires",
     async () => {
       const FAULT_MS = 3_000;
+      cleanups.push(await acquireHostLock(MOUNT_NAMESPACE_LOCK));
       const fs = LoopExt4.create(32);
       cleanups.push(() => fs.dispose());
       // FULL: with the default NORMAL, commits of the last moments before the error (not yet
@@ -453,7 +455,8 @@ describe.skipIf(TEST_STORE !== "sqlite")("storage faults", () => {
         commands: recovered.end.lastStreamSeq,
       });
     },
-    60_000,
+    // Up to the network-partition file's length waiting for MOUNT_NAMESPACE_LOCK, then ~25 s of test.
+    300_000,
   );
 
   it.skipIf(!storageFaultSupport.strace)(
