@@ -162,17 +162,14 @@ export class EventStreamReader {
         consumerName = info.name;
         const consumer = await this.js.consumers.get(this.stream, consumerName);
         while (!this.closed) {
+          const messages = await consumer.fetch({ max_messages: FETCH_BATCH, expires: FETCH_EXPIRES_MS });
           let stalled = false;
-          let stop: (() => void) | undefined;
           const watchdog = setTimeout(() => {
             stalled = true;
-            stop?.();
+            messages.stop();
           }, FETCH_STALL_MS);
           let gap = false;
           try {
-            const messages = await consumer.fetch({ max_messages: FETCH_BATCH, expires: FETCH_EXPIRES_MS });
-            stop = () => messages.stop();
-            if (stalled) stop();
             for await (const message of messages) {
               if (message.seq !== this.cursor + 1) {
                 gap = true;

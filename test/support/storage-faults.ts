@@ -171,28 +171,14 @@ export class LoopExt4 {
   }
 
   /**
-   * Waits for the loop device's auto-clear; under load (a fresh-clone CI run) it once took longer
-   * than 10 s, so the device is then detached explicitly and waited for once more.
+   * Waits for the loop device's auto-clear. A process in another mount namespace holding a copy of
+   * the mount keeps it attached (see MOUNT_NAMESPACE_LOCK in host-lock.ts).
    */
   private waitUntilDetached(timeoutMs = 10_000): void {
-    const attached = (): string[] =>
-      execFileSync("losetup", ["-j", this.image])
-        .toString()
-        .split("\n")
-        .map((line) => line.split(":")[0]!.trim())
-        .filter((device) => device !== "");
-    for (const explicit of [false, true]) {
-      if (explicit) for (const device of attached()) succeeds("losetup", ["-d", device]);
-      const deadline = Date.now() + timeoutMs;
-      while (attached().length > 0) {
-        if (Date.now() > deadline) {
-          if (explicit) throw new Error(`loop device of ${this.image} still attached after ${timeoutMs} ms and losetup -d`);
-          console.warn(`loop device of ${this.image} still attached after ${timeoutMs} ms; detaching it`);
-          break;
-        }
-        execFileSync("sleep", ["0.05"]);
-      }
-      if (attached().length === 0) return;
+    const deadline = Date.now() + timeoutMs;
+    while (execFileSync("losetup", ["-j", this.image]).toString().trim() !== "") {
+      if (Date.now() > deadline) throw new Error(`loop device of ${this.image} still attached after ${timeoutMs} ms`);
+      execFileSync("sleep", ["0.05"]);
     }
   }
 

@@ -19,35 +19,21 @@ export interface DeliveryDeadlineLoopDeps {
  * earliest deadline (never longer than the polling interval). `wake` cuts a sleep short when a
  * report or a first publish set an earlier deadline. Errors are logged and retried with backoff.
  */
-export class DeliveryDeadlineLoop {
-  private readonly loop: PollingLoop;
+export class DeliveryDeadlineLoop extends PollingLoop {
   private failures = 0;
 
   constructor(private readonly deps: DeliveryDeadlineLoopDeps) {
-    this.loop = new PollingLoop(deps.clock, deps.pollingIntervalMs, () => this.cycle());
-  }
-
-  start(): void {
-    this.loop.start();
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  /** A deadline at `atMs` was set: look no later than then. */
-  wake(atMs?: number): void {
-    this.loop.wake(atMs);
+    super(deps.clock, deps.pollingIntervalMs);
   }
 
   /** One cycle: polls while they come back full, then the sleep until the earliest deadline. */
-  private async cycle(): Promise<number> {
+  protected async cycle(): Promise<number> {
     const { worker, store, clock, logger, pollingIntervalMs } = this.deps;
     let delayMs = pollingIntervalMs;
     try {
       let report;
       do report = await worker.poll();
-      while (report.full && !this.loop.stopped);
+      while (report.full && !this.stopped);
       this.failures = report.publishFailed > 0 ? this.failures + 1 : 0;
       if (this.failures === 0) {
         const next = await store.nextDeadlineAt();

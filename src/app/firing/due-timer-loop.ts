@@ -27,39 +27,24 @@ const SUSTAINED_SPACING = { minSpacingMs: 10, sustainedPerSecond: 200 };
 /**
  * Runs the worker's polls for as long as the service runs. It polls again at once while polls come
  * back full (a backlog drains at full speed), otherwise sleeps until the earliest due time it knows
- * of, never longer than the polling interval. `wake` cuts a sleep short when a command schedules an
- * earlier timer. Errors are logged and retried with backoff; the loop itself never dies.
+ * of, never longer than the polling interval. `wake(dueAtMs)` cuts a sleep short when a command
+ * schedules an earlier timer. Errors are logged and retried with backoff; the loop itself never dies.
  */
-export class DueTimerLoop {
-  private readonly loop: PollingLoop;
+export class DueTimerLoop extends PollingLoop {
   private readonly spacing = new PollSpacing(SUSTAINED_SPACING);
   private consecutiveFailures = 0;
 
   constructor(private readonly deps: DueTimerLoopDeps) {
-    this.loop = new PollingLoop(deps.clock, deps.pollingIntervalMs, () => this.cycle());
-  }
-
-  start(): void {
-    this.loop.start();
-  }
-
-  /** Stops after the poll in hand (its publishes and marks complete). */
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  /** A timer due at `dueAtMs` (or anything, when omitted) was scheduled: wake no later than then. */
-  wake(dueAtMs?: number): void {
-    this.loop.wake(dueAtMs);
+    super(deps.clock, deps.pollingIntervalMs);
   }
 
   /** One cycle: the polls of a chain, then the sleep until the next due time (spaced under load). */
-  private async cycle(): Promise<number> {
+  protected async cycle(): Promise<number> {
     const { clock } = this.deps;
     const startedAtMs = clock.now();
     const found = await this.pollUntilDrained();
     this.spacing.recordPoll(startedAtMs, found);
-    if (this.loop.stopped) return 0;
+    if (this.stopped) return 0;
     return this.spacing.delayMs(await this.nextDelayMs(), clock.now());
   }
 
@@ -85,7 +70,7 @@ export class DueTimerLoop {
           inFlight.push(poll.done);
           const read = await poll.read;
           cursor = read.last;
-          more = read.full && !this.loop.stopped;
+          more = read.full && !this.stopped;
           continue;
         }
         const report = await inFlight.shift()!;

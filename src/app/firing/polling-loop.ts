@@ -3,21 +3,20 @@ import { WakeableSleep } from "./wakeable-sleep.js";
 
 /**
  * The life of a firing loop: run a cycle (its polls), sleep the delay the cycle returns — cut short
- * by `wake`, never longer than `maxSleepMs`, never below 0 — and repeat until stopped. The cycle
- * handles its own errors; the loop itself never dies.
+ * by `wake`, never longer than `maxSleepMs`, never below 0 — and repeat until stopped. A subclass
+ * supplies the cycle, which handles its own errors; the loop itself never dies.
  */
-export class PollingLoop {
+export abstract class PollingLoop {
   private running: Promise<void> | undefined;
   private stopping = false;
   private readonly sleeper: WakeableSleep;
 
-  constructor(
-    clock: Clock,
-    maxSleepMs: number,
-    private readonly cycle: () => Promise<number>,
-  ) {
+  constructor(clock: Clock, maxSleepMs: number) {
     this.sleeper = new WakeableSleep(clock, maxSleepMs);
   }
+
+  /** One round of polls; resolves to the delay before the next. */
+  protected abstract cycle(): Promise<number>;
 
   /** True from `stop` on: a cycle in hand ends as soon as it can. */
   get stopped(): boolean {
@@ -30,7 +29,7 @@ export class PollingLoop {
     this.running = this.run();
   }
 
-  /** Stops after the cycle in hand. */
+  /** Stops after the cycle in hand (its publishes and marks complete). */
   async stop(): Promise<void> {
     this.stopping = true;
     this.sleeper.interrupt();
