@@ -7,17 +7,18 @@
  *    delivery until drained. Nothing competes with the service for the CPU but nats-server, so
  *    this is the service's own consume rate (compare with rawCeiling.consumePerSec).
  *  - pending1M: like empty, on a store pre-populated with 1,000,000 Scheduled rows.
- *  - backlogVsV1 (issue 12): the backlog drain of the current service and of v1 (commit f91ce85,
- *    built by baseline.ts) in the same run, each on a fresh nats-server and an empty SQLite store,
- *    in the order current, v1, v1, current (drift on a shared machine shows as a difference between
- *    the two rounds of a version, and cancels in their mean when linear), with the raw JetStream
- *    consume ceiling measured before and after. Reports the service CPU µs per command of each
- *    version, their ratio against the target (current ≤ 0.5 × v1), and drain rates / raw consume.
+ *  - backlogVsV1 (issue 12): the backlog drain of the current service, of v2 before the ingest
+ *    tuning (commit f866702) and of v1 (commit f91ce85), both built by baseline.ts, in the same
+ *    run, each on a fresh nats-server and an empty SQLite store, in the order current, before, v1,
+ *    v1, before, current (drift on a shared machine shows as a difference between the two rounds
+ *    of a version, and cancels in their mean when linear), with the raw JetStream consume ceiling
+ *    measured before and after. Reports the service CPU µs per command of each version, the ratio
+ *    against the target (current ≤ 0.5 × v1), current / before, and drain rates / raw consume.
  * Commands use keys and due times spread over those of the pre-populated rows, so rows land at
  * random places of the primary key and the due index (as UUID-keyed traffic would).
  */
 import type { TimerServiceProcess } from "../../../test/support/timer-service-process.js";
-import { V1_COMMIT, ensureBaselineBuild } from "../baseline.js";
+import { BEFORE_TUNING_COMMIT, V1_COMMIT, ensureBaselineBuild, type BaselineBuild } from "../baseline.js";
 import { measureRawConsume } from "./raw-ceiling.js";
 import {
   BenchClient,
@@ -96,22 +97,32 @@ export async function ingest(ctx: BenchContext): Promise<Record<string, unknown>
   return result;
 }
 
-type Version = "current" | "v1";
-/** ABBA: a linear drift of the machine cancels in each version's mean; a step shows between its rounds. */
-const V1_ORDER: readonly Version[] = ["current", "v1", "v1", "current"];
+/** The builds compared: the working tree, v2 before the issue-12 tuning, and v1. */
+type Version = "current" | "before" | "v1";
+const BUILD_COMMITS: Record<Exclude<Version, "current">, string> = { before: BEFORE_TUNING_COMMIT, v1: V1_COMMIT };
+/** Mirrored: a linear drift of the machine cancels in each version's mean; a step shows between its rounds. */
+const V1_ORDER: readonly Version[] = ["current", "before", "v1", "v1", "before", "current"];
 /** The TIMER_DB_SYNCHRONOUS default of each version (v1: NORMAL; FULL since v2). */
-const SYNCHRONOUS_DEFAULT: Record<Version, string> = { current: "FULL", v1: "NORMAL" };
+const SYNCHRONOUS_DEFAULT: Record<Version, string> = { current: "FULL", before: "FULL", v1: "NORMAL" };
 
 /**
  * Issue 12's target: backlog drain CPU per command of the current service ≤ 50 % of v1's, both
- * measured in this run. Every round: a fresh nats-server and an empty SQLite store, the service
- * started once (streams, consumer, migrations) and stopped, N commands queued, the service started
- * again and measured from its first delivery until drained (measureBacklog). Both versions get
- * the same environment (their own defaults otherwise); always SQLite, v1's only store.
+ * measured in this run, with v2 as it was before the tuning (`before`) in the same rounds, so that
+ * one run gives before / after / v1. Every round: a fresh nats-server and an empty SQLite store,
+ * the service started once (streams, consumer, migrations) and stopped, N commands queued, the
+ * service started again and measured from its first delivery until drained (measureBacklog). All
+ * versions get the same environment (their own defaults otherwise); always SQLite, v1's only store.
  */
 async function backlogVsV1(ctx: BenchContext, n: number, keySpace: number): Promise<Record<string, unknown>> {
-  const v1 = ensureBaselineBuild(V1_COMMIT);
-  ctx.log(`backlogVsV1: v1 = ${v1.commitHash.slice(0, 12)} (${v1.built ? `built in ${v1.buildS} s` : "cached build"}) at ${v1.dir}`);
+  const builds = Object.fromEntries(
+    Object.entries(BUILD_COMMITS).map(([version, commit]) => {
+      const build = ensureBaselineBuild(commit);
+      ctx.log(
+        `backlogVsV1: ${version} = ${build.commitHash.slice(0, 12)} (${build.built ? `built in ${build.buildS} s` : "cached build"})`,
+      );
+      return [version, build];
+    }),
+  ) as Record<Exclude<Version, "current">, BaselineBuild>;
   const sqliteCtx: BenchContext = { ...ctx, store: "sqlite" };
 
   const raw: Record<string, unknown>[] = [];
@@ -125,13 +136,13 @@ async function backlogVsV1(ctx: BenchContext, n: number, keySpace: number): Prom
 
   await rawRound("before");
   const rounds: Record<string, unknown>[] = [];
-  const cpuPer: Record<Version, number[]> = { current: [], v1: [] };
-  const ratePer: Record<Version, number[]> = { current: [], v1: [] };
+  const cpuPer: Record<Version, number[]> = { current: [], before: [], v1: [] };
+  const ratePer: Record<Version, number[]> = { current: [], before: [], v1: [] };
   for (const [i, version] of V1_ORDER.entries()) {
     await inScope(sqliteCtx, `ingest vsV1 ${i + 1} ${version}`, async (sub) => {
       const label = `ingest-vsv1-${i + 1}-${version}`;
       const nats = await startNats(sub);
-      const service = await startService(sub, nats.url, label, {}, version === "v1" ? v1.entry : undefined);
+      const service = await startService(sub, nats.url, label, {}, version === "current" ? undefined : builds[version].entry);
       const client = await BenchClient.connect(sub, nats.url);
       const pids: Record<string, number | undefined> = { service: service.pid, nats: natsPid(nats) };
       const measured = await measureBacklog(
@@ -169,37 +180,45 @@ async function backlogVsV1(ctx: BenchContext, n: number, keySpace: number): Prom
 
   const mean = (values: readonly number[]): number | undefined =>
     values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length;
-  const currentUs = mean(cpuPer.current);
-  const v1Us = mean(cpuPer.v1);
-  const currentRate = mean(ratePer.current);
-  const v1Rate = mean(ratePer.v1);
+  const [currentUs, beforeUs, v1Us] = [cpuPer.current, cpuPer.before, cpuPer.v1].map(mean);
+  const [currentRate, beforeRate, v1Rate] = [ratePer.current, ratePer.before, ratePer.v1].map(mean);
   const rawRate = mean(raw.map((r) => r.consumePerSec as number));
-  const ratio = currentUs !== undefined && v1Us !== undefined && v1Us > 0 ? currentUs / v1Us : undefined;
+  const ratioOf = (a: number | undefined, b: number | undefined): number | undefined =>
+    a !== undefined && b !== undefined && b > 0 ? round(a / b, 3) : undefined;
+  const ratio = ratioOf(currentUs, v1Us);
   const toRaw = (rate: number | undefined, base: number | undefined): number | undefined =>
     rate !== undefined && base !== undefined && base > 0 ? round(rate / base, 2) : undefined;
   const earlierRaw = (ctx.earlier.rawCeiling as { consumePerSec?: number } | undefined)?.consumePerSec;
   const synchronous = (version: Version): string => process.env.TIMER_DB_SYNCHRONOUS ?? `${SYNCHRONOUS_DEFAULT[version]} (default)`;
+  const us = (value: number | undefined): number | undefined => (value === undefined ? undefined : round(value, 1));
+  const perSec = (value: number | undefined): number | undefined => (value === undefined ? undefined : Math.round(value));
   ctx.log(
-    `backlogVsV1: current ${currentUs === undefined ? "?" : round(currentUs, 1)} µs/cmd, v1 ${v1Us === undefined ? "?" : round(v1Us, 1)} µs/cmd → ratio ${ratio === undefined ? "?" : round(ratio, 2)} (target ≤ 0.5)`,
+    `backlogVsV1: current ${us(currentUs) ?? "?"} µs/cmd, before ${us(beforeUs) ?? "?"}, v1 ${us(v1Us) ?? "?"} → ratio to v1 ${ratio ?? "?"} (target ≤ 0.5)`,
   );
   return {
     commands: n,
-    v1Commit: v1.commitHash.slice(0, 7),
-    v1Build: { dir: v1.dir, built: v1.built, buildS: v1.buildS },
+    v1Commit: builds.v1.commitHash.slice(0, 7),
+    beforeCommit: builds.before.commitHash.slice(0, 7),
+    builds: Object.fromEntries(Object.entries(builds).map(([v, b]) => [v, { dir: b.dir, built: b.built, buildS: b.buildS }])),
     store: "sqlite",
-    synchronous: { current: synchronous("current"), v1: synchronous("v1") },
+    synchronous: { current: synchronous("current"), before: synchronous("before"), v1: synchronous("v1") },
     order: V1_ORDER,
-    v1UsPerCommand: v1Us === undefined ? undefined : round(v1Us, 1),
-    currentUsPerCommand: currentUs === undefined ? undefined : round(currentUs, 1),
+    v1UsPerCommand: us(v1Us),
+    beforeUsPerCommand: us(beforeUs),
+    currentUsPerCommand: us(currentUs),
     /** current / v1 service CPU per command; the target is ≤ 0.5. */
-    ratio: ratio === undefined ? undefined : round(ratio, 3),
+    ratio,
     target: "<= 0.5",
     targetMet: ratio === undefined ? undefined : ratio <= 0.5,
-    currentCommandsPerSec: currentRate === undefined ? undefined : Math.round(currentRate),
-    v1CommandsPerSec: v1Rate === undefined ? undefined : Math.round(v1Rate),
-    rawConsumePerSec: rawRate === undefined ? undefined : Math.round(rawRate),
+    /** current / before (v2 before the tuning) service CPU per command. */
+    currentToBefore: ratioOf(currentUs, beforeUs),
+    currentCommandsPerSec: perSec(currentRate),
+    beforeCommandsPerSec: perSec(beforeRate),
+    v1CommandsPerSec: perSec(v1Rate),
+    rawConsumePerSec: perSec(rawRate),
     /** Drain rate / raw JetStream consume rate, both measured inside this phase. */
     currentDrainToRawConsume: toRaw(currentRate, rawRate),
+    beforeDrainToRawConsume: toRaw(beforeRate, rawRate),
     v1DrainToRawConsume: toRaw(v1Rate, rawRate),
     ...(earlierRaw === undefined
       ? {}
