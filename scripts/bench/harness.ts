@@ -9,6 +9,7 @@ import { readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
+import pg from "pg";
 import { connect, createInbox, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { NatsServerProcess } from "../../test/support/nats-server.js";
@@ -829,19 +830,72 @@ export function populateScheduled(
   }
 }
 
-/** Stops the service, inserts rows into its database, starts it again; returns timings. */
+/** Stops the service, inserts rows into its database (SQLite file or Postgres schema); returns timings. */
 export async function withRowsInserted(
   ctx: BenchContext,
   service: TimerServiceProcess,
   options: Parameters<typeof populateScheduled>[1],
 ): Promise<{ populate: ReturnType<typeof populateScheduled> }> {
-  if (service.env.TIMER_STORE === "postgres")
-    throw new Error("this scenario fills a SQLite file directly: it runs with --store sqlite only");
   await stopService(service);
+  if (service.env.TIMER_STORE === "postgres") {
+    const schema = service.env.TIMER_DATABASE_SCHEMA!;
+    ctx.log(`inserting ${options.count} Scheduled rows into Postgres schema ${schema}`);
+    const populate = await populatePostgresScheduled(service.env.TIMER_DATABASE_URL!, schema, options);
+    ctx.log(`inserted ${options.count} rows in ${populate.seconds} s (${populate.dbSizeMB} MB)`);
+    return { populate };
+  }
   ctx.log(`inserting ${options.count} Scheduled rows into ${service.env.TIMER_DB_PATH}`);
   const populate = populateScheduled(service.env.TIMER_DB_PATH!, options);
   ctx.log(`inserted ${options.count} rows in ${populate.seconds} s (${populate.dbSizeMB} MB)`);
   return { populate };
+}
+
+/**
+ * populateScheduled for a Postgres store: the same rows, in batches of 10,000 (`unnest` of arrays),
+ * through the table's triggers like any write, then `VACUUM ANALYZE` (a table that has settled).
+ */
+async function populatePostgresScheduled(
+  url: string,
+  schema: string,
+  options: Parameters<typeof populateScheduled>[1],
+): Promise<ReturnType<typeof populateScheduled>> {
+  const t0 = performance.now();
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`SET search_path TO ${schema}`);
+    const nowMs = Date.now();
+    const batch = 10_000;
+    let lastLog = performance.now();
+    for (let from = 0; from < options.count; from += batch) {
+      const to = Math.min(options.count, from + batch);
+      const ids: string[] = [];
+      const dues: number[] = [];
+      for (let i = from; i < to; i++) {
+        ids.push(callId(options.idPrefix, i));
+        dues.push(options.dueAtMs(i));
+      }
+      await client.query(
+        `INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, command_ts, registered_at, updated_at)
+         SELECT $1, id, 'Scheduled', due, $4, $4, $4 FROM unnest($2::text[], $3::bigint[]) AS u(id, due)`,
+        [options.tenantId, ids, dues, nowMs],
+      );
+      if (performance.now() - lastLog > 5_000) {
+        log(`${options.label}: ${to}/${options.count} rows inserted`);
+        lastLog = performance.now();
+      }
+    }
+    await client.query("VACUUM ANALYZE timer_schedules");
+    const { rows } = await client.query<{ bytes: string }>("SELECT pg_total_relation_size('timer_schedules') AS bytes");
+    const seconds = (performance.now() - t0) / 1000;
+    return {
+      seconds: round(seconds, 1),
+      rowsPerSec: Math.round(options.count / seconds),
+      dbSizeMB: round(Number(rows[0]!.bytes) / 1048576),
+    };
+  } finally {
+    await client.end();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,10 +1,46 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import type pg from "pg";
 import { describe, expect, it } from "vitest";
-import { describeTimerQueriesContract } from "./timer-queries.contract.js";
+import { DEFAULT_POSTGRES_MIGRATIONS_FOLDER, migratePostgres } from "../../src/adapters/postgres/postgres-migrations.js";
+import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
+import { POSTGRES_QUERY_SQL, PostgresTimerQueries } from "../../src/adapters/postgres/postgres-timer-queries.js";
+import { scanStartOf } from "../../src/app/queries/keyset-list.js";
+import { NOW, describeTimerQueriesContract, record } from "./timer-queries.contract.js";
 import { describeTimerRetentionContract } from "./timer-retention.contract.js";
 import { postgresHarness } from "./query-harnesses.js";
+import { propertySeed } from "../support/property-seed.js";
 
 describeTimerQueriesContract("PostgresTimerQueries", postgresHarness);
 describeTimerRetentionContract("PostgresTimerRetention", postgresHarness);
+
+describe("Postgres list scans", () => {
+  it("when a list starts at dueAfter deep into a tenant's timers, then its index scan starts there (a few pages read)", async () => {
+    const harness = await postgresHarness();
+    try {
+      await harness.seed(Array.from({ length: 20_000 }, (_, i) => record(`k-${String(i).padStart(6, "0")}`, NOW + i * 1_000)));
+      await harness.pool.query("ANALYZE timer_schedules");
+      const start = scanStartOf({ tenantId: "acme", limit: 100, nowMs: NOW, dueAfterMs: NOW + 15_000 * 1_000 });
+      for (const mode of ["force_custom_plan", "force_generic_plan"]) {
+        await harness.pool.query(`SET plan_cache_mode = ${mode}`);
+        const { rows } = await harness.pool.query<{
+          "QUERY PLAN": [{ Plan: { "Shared Hit Blocks": number; "Shared Read Blocks": number } }];
+        }>({
+          text: `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${POSTGRES_QUERY_SQL.scanOneState}`,
+          values: ["acme", start.dueAtMs, start.serviceCallId, Number.MAX_SAFE_INTEGER, 101],
+        });
+        const plan = rows[0]!["QUERY PLAN"][0].Plan;
+        // Starting at the scan's first entry: a root-to-leaf descent and a leaf or two. From the
+        // start of the tenant's range it would read ~60 leaf pages.
+        expect(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"], mode).toBeLessThan(10);
+      }
+    } finally {
+      await harness.cleanup();
+    }
+  });
+});
 
 describe("Postgres schema for queries and retention", () => {
   // Reports what the Postgres schema still lacks for CONTRACT v2 queries; see docs/design/messages.md.
@@ -18,6 +54,137 @@ describe("Postgres schema for queries and retention", () => {
       expect(rows.length).toBeGreaterThan(0);
     } finally {
       await harness.cleanup();
+    }
+  });
+});
+
+describe("Postgres timer_state_counts", () => {
+  const states = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
+  const DATABASE_URL = process.env.TIMER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+  /** The triggers' counts summed over slots, and a recount of the rows, in the same shape. */
+  async function countsAndRecount(pool: pg.Pool): Promise<{ kept: unknown[]; recounted: unknown[] }> {
+    const { rows: kept } = await pool.query(
+      `SELECT tenant_id, state, sum(count)::int AS count, sum(duration_sum_ms)::int AS duration_sum_ms,
+         sum(duration_count)::int AS duration_count
+       FROM timer_state_counts GROUP BY 1, 2 HAVING sum(count) <> 0 ORDER BY 1, 2`,
+    );
+    const { rows: recounted } = await pool.query(
+      `SELECT tenant_id, state, count(*)::int AS count,
+         coalesce(sum(CASE WHEN state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL THEN completed_at - fired_at END), 0)::int AS duration_sum_ms,
+         count(CASE WHEN state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL THEN 1 END)::int AS duration_count
+       FROM timer_schedules GROUP BY 1, 2 ORDER BY 1, 2`,
+    );
+    return { kept, recounted };
+  }
+
+  it("when several connections insert, upsert, change states and instants, and delete at once, then the triggers' counts equal a recount", async () => {
+    const harness = await postgresHarness();
+    // Four more connections: four backends, so several counter slots and concurrent transactions.
+    const writers = createPostgresPool({
+      url: DATABASE_URL,
+      schema: await harness.pool.query<{ s: string }>("SELECT current_schema() AS s").then((r) => r.rows[0]!.s),
+      maxConnections: 4,
+      connectionTimeoutMs: 5_000,
+      onIdleError: () => {},
+    });
+    try {
+      const instant = fc.option(fc.integer({ min: 0, max: 10_000 }), { freq: 5 });
+      const row = fc.record({
+        tenant: fc.constantFrom("a", "b", "c"),
+        id: fc.integer({ min: 0, max: 149 }).map((n) => `t${n}`),
+        state: fc.constantFrom(...states),
+        firedAt: instant,
+        completedAt: instant,
+      });
+      const operation = fc.record({
+        kind: fc.constantFrom("upsert", "upsert", "state", "instants", "delete"),
+        // Several rows per statement, as the store's batch statements write them.
+        rows: fc.uniqueArray(row, { minLength: 1, maxLength: 8, selector: (r) => `${r.tenant}/${r.id}` }),
+      });
+      const operations = fc.sample(fc.array(operation, { minLength: 800, maxLength: 800 }), { seed: propertySeed(), numRuns: 1 })[0]!;
+      const run = async ({ kind, rows }: (typeof operations)[number]): Promise<void> => {
+        const tenants = rows.map((r) => r.tenant);
+        const ids = rows.map((r) => r.id);
+        if (kind === "upsert") {
+          await writers.query(
+            `INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, command_ts, registered_at, updated_at, fired_at, completed_at)
+             SELECT t, i, s, 5, 1, 1, 1, f, c FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS u(t, i, s, f, c)
+             ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET state = excluded.state, fired_at = excluded.fired_at, completed_at = excluded.completed_at`,
+            [tenants, ids, rows.map((r) => r.state), rows.map((r) => r.firedAt), rows.map((r) => r.completedAt)],
+          );
+        } else if (kind === "state") {
+          await writers.query(
+            `UPDATE timer_schedules t SET state = u.s FROM unnest($1::text[], $2::text[], $3::text[]) AS u(tn, i, s)
+             WHERE t.tenant_id = u.tn AND t.service_call_id = u.i`,
+            [tenants, ids, rows.map((r) => r.state)],
+          );
+        } else if (kind === "instants") {
+          await writers.query(
+            `UPDATE timer_schedules t SET fired_at = u.f, completed_at = u.c FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(tn, i, f, c)
+             WHERE t.tenant_id = u.tn AND t.service_call_id = u.i`,
+            [tenants, ids, rows.map((r) => r.firedAt), rows.map((r) => r.completedAt)],
+          );
+        } else {
+          await writers.query(
+            "DELETE FROM timer_schedules t USING unnest($1::text[], $2::text[]) AS u(tn, i) WHERE t.tenant_id = u.tn AND t.service_call_id = u.i",
+            [tenants, ids],
+          );
+        }
+      };
+      // Four streams of statements at once; a deadlock between two of them would fail the test.
+      const lanes = [0, 1, 2, 3].map((lane) => operations.filter((_, i) => i % 4 === lane));
+      await Promise.all(
+        lanes.map(async (lane) => {
+          for (const operation of lane) await run(operation);
+        }),
+      );
+      const { rows: slots } = await harness.pool.query<{ n: number }>("SELECT count(DISTINCT slot)::int AS n FROM timer_state_counts");
+      expect(slots[0]!.n).toBeGreaterThan(1);
+      const { kept, recounted } = await countsAndRecount(harness.pool);
+      expect(recounted.length).toBeGreaterThan(10);
+      expect(kept).toEqual(recounted);
+
+      const stats = await new PostgresTimerQueries(harness.pool).stats("a");
+      const recountedA = recounted.filter((r) => (r as { tenant_id: string }).tenant_id === "a") as { state: string; count: number }[];
+      for (const state of states) expect(stats.byState[state]).toBe(recountedA.find((r) => r.state === state)?.count ?? 0);
+
+      await writers.query("TRUNCATE timer_schedules");
+      expect((await harness.queries.stats("a")).byState.Scheduled).toBe(0);
+    } finally {
+      await writers.end();
+      await harness.cleanup();
+    }
+  });
+
+  it("when a schema from before the counts is migrated, then the counts start from its rows", async () => {
+    // The migrations up to 0001 only, in a copy of the folder with a shortened journal.
+    const folder = mkdtempSync(join(tmpdir(), "timer-migrations-"));
+    const schema = `counts_upgrade_${process.pid}_${Date.now() % 1_000_000}`;
+    const pool = createPostgresPool({ url: DATABASE_URL, schema, maxConnections: 1, connectionTimeoutMs: 5_000, onIdleError: () => {} });
+    try {
+      cpSync(DEFAULT_POSTGRES_MIGRATIONS_FOLDER, folder, { recursive: true });
+      const journalPath = join(folder, "meta", "_journal.json");
+      const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { tag: string }[] };
+      journal.entries = journal.entries.filter((e) => e.tag === "0000_init" || e.tag === "0001_v2");
+      writeFileSync(journalPath, JSON.stringify(journal));
+      await migratePostgres(pool, schema, folder);
+      await pool.query(
+        `INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, command_ts, registered_at, updated_at, fired_at, completed_at)
+         VALUES ('a', 's1', 'Scheduled', 5, 1, 1, 1, NULL, NULL), ('a', 's2', 'Scheduled', 5, 1, 1, 1, NULL, NULL),
+                ('a', 'c1', 'Completed', 5, 1, 1, 1, 100, 400), ('b', 'r1', 'Reached', 5, 1, 1, 1, NULL, NULL)`,
+      );
+      await migratePostgres(pool, schema);
+      const stats = await new PostgresTimerQueries(pool).stats("a");
+      expect(stats.byState).toMatchObject({ Scheduled: 2, Completed: 1, Reached: 0 });
+      expect(stats.avgDurationMs).toBe(300);
+      await pool.query("UPDATE timer_schedules SET state = 'Reached' WHERE service_call_id = 's1'");
+      const { kept, recounted } = await countsAndRecount(pool);
+      expect(kept).toEqual(recounted);
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+      await pool.end();
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 });

@@ -14,10 +14,9 @@ describe("SQLite query plans", () => {
   const params = {
     tenantId: "a",
     serviceCallId: "x",
-    dueAfterMs: 0,
     dueBeforeMs: 1,
-    afterDueAtMs: 0,
-    afterServiceCallId: "",
+    startDueAtMs: 0,
+    startServiceCallId: "",
     scanLimit: 10,
     limit: 5,
     cutoffMs: 1,

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { listByKeyset, type ScannedKey } from "../../app/queries/keyset-list.js";
+import { NO_UPPER_BOUND, listByKeyset, scanStartOf, type ScannedKey } from "../../app/queries/keyset-list.js";
 import {
   TIMER_STATES,
   type StoredTimerState,
@@ -42,32 +42,29 @@ function recordOf(row: Row): TimerRecord {
   };
 }
 
-/** Below and above every instant a timer can have. */
-const NO_LOWER_BOUND = -Number.MAX_SAFE_INTEGER;
-const NO_UPPER_BOUND = Number.MAX_SAFE_INTEGER;
-
 /**
- * One state's slice of the tenant's timers in (due_at, service_call_id) order after the cursor:
- * $1 tenant, $2 dueAfter (inclusive), $3 dueBefore (exclusive), $4/$5 cursor, $6 limit. Key
- * columns are COLLATE "C", so the order is by code point as in SQLite.
+ * One state's slice of the tenant's timers in (due_at, service_call_id) order: $1 tenant, $2/$3
+ * the position the scan starts after (scanStartOf: the cursor or dueAfter), $4 dueBefore
+ * (exclusive), $5 limit. Key columns are COLLATE "C", so the order is by code point as in SQLite.
  */
 function scanBranch(state: string): string {
   return `(SELECT state, due_at AS "dueAtMs", service_call_id AS "serviceCallId" FROM timer_schedules
-    WHERE tenant_id = $1 AND state = '${state}' AND due_at >= $2 AND due_at < $3
-      AND (due_at, service_call_id) > ($4::bigint, $5::text)
-    ORDER BY due_at, service_call_id LIMIT $6)`;
+    WHERE tenant_id = $1 AND state = '${state}' AND (due_at, service_call_id) > ($2::bigint, $3::text) AND due_at < $4
+    ORDER BY due_at, service_call_id LIMIT $5)`;
 }
 
 export const POSTGRES_QUERY_SQL = {
   get: "SELECT * FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = $2",
   fetch: "SELECT * FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = ANY($2::text[])",
   scanOneState: scanBranch("Scheduled"),
-  scanAllStates: `SELECT * FROM (${TIMER_STATES.map(scanBranch).join(" UNION ALL ")}) s ORDER BY "dueAtMs", "serviceCallId" LIMIT $6`,
-  countByState: "SELECT state, count(*)::integer AS count FROM timer_schedules WHERE tenant_id = $1 GROUP BY state",
+  scanAllStates: `SELECT * FROM (${TIMER_STATES.map(scanBranch).join(" UNION ALL ")}) s ORDER BY "dueAtMs", "serviceCallId" LIMIT $5`,
+  // Kept by statement-level triggers (drizzle/postgres/0002_state_counts.sql) in up to 16 slots per
+  // (tenant, state): a few rows, not the tenant's rows.
+  countByState: `
+    SELECT state, sum(count)::float8 AS count, sum(duration_sum_ms)::float8 AS "durationSumMs",
+      sum(duration_count)::float8 AS "durationCount"
+    FROM timer_state_counts WHERE tenant_id = $1 GROUP BY state`,
   nextDue: `SELECT min(due_at) AS "dueAtMs" FROM timer_schedules WHERE tenant_id = $1 AND state = 'Scheduled'`,
-  avgDuration: `
-    SELECT avg(completed_at - fired_at)::float8 AS "avgDurationMs" FROM timer_schedules
-    WHERE tenant_id = $1 AND state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL`,
   tenants: `
     WITH RECURSIVE tenants(tenant_id) AS (
       SELECT min(tenant_id) FROM timer_schedules
@@ -75,8 +72,6 @@ export const POSTGRES_QUERY_SQL = {
       SELECT (SELECT min(t.tenant_id) FROM timer_schedules t WHERE t.tenant_id > tenants.tenant_id) FROM tenants WHERE tenant_id IS NOT NULL
     )
     SELECT tenant_id AS "tenantId" FROM tenants WHERE tenant_id IS NOT NULL LIMIT $1`,
-  columns:
-    "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'timer_schedules'",
 } as const;
 
 /**
@@ -85,8 +80,6 @@ export const POSTGRES_QUERY_SQL = {
  * once the schema has them (CONTRACT v2 columns and timer_schedules_tenant_state_due_idx).
  */
 export class PostgresTimerQueries implements TimerQueries {
-  #hasCompletionColumns: Promise<boolean> | undefined;
-
   constructor(private readonly pool: pg.Pool) {}
 
   async get(key: TimerKey): Promise<TimerRecord | undefined> {
@@ -99,18 +92,12 @@ export class PostgresTimerQueries implements TimerQueries {
   }
 
   async list(query: TimerListQuery): Promise<TimerPage> {
-    const { tenantId, state, after } = query;
+    const { tenantId, state } = query;
+    const start = scanStartOf(query);
     return listByKeyset(
       query,
       async (scanLimit) => {
-        const values = [
-          tenantId,
-          query.dueAfterMs ?? NO_LOWER_BOUND,
-          query.dueBeforeMs ?? NO_UPPER_BOUND,
-          after?.dueAtMs ?? NO_LOWER_BOUND,
-          after?.serviceCallId ?? "",
-          scanLimit,
-        ];
+        const values = [tenantId, start.dueAtMs, start.serviceCallId, query.dueBeforeMs ?? NO_UPPER_BOUND, scanLimit];
         const text = state === undefined ? POSTGRES_QUERY_SQL.scanAllStates : scanBranch(state);
         const { rows } = await this.pool.query<ScannedKey>({ name: `timer-query-scan-${state ?? "all"}`, text, values });
         return rows.map((row) => ({ ...row, dueAtMs: Number(row.dueAtMs) }));
@@ -124,17 +111,20 @@ export class PostgresTimerQueries implements TimerQueries {
 
   async stats(tenantId: string): Promise<TimerCounts> {
     const byState = Object.fromEntries(TIMER_STATES.map((s) => [s, 0])) as Record<StoredTimerState, number>;
-    const [counts, next, avg] = await Promise.all([
-      this.pool.query<{ state: StoredTimerState; count: number }>({
+    const [counts, next] = await Promise.all([
+      this.pool.query<{ state: StoredTimerState; count: number; durationSumMs: number; durationCount: number }>({
         name: "timer-query-count",
         text: POSTGRES_QUERY_SQL.countByState,
         values: [tenantId],
       }),
       this.pool.query<{ dueAtMs: number | null }>({ name: "timer-query-next-due", text: POSTGRES_QUERY_SQL.nextDue, values: [tenantId] }),
-      this.#avgDuration(tenantId),
     ]);
-    for (const { state, count } of counts.rows) byState[state] = count;
-    return { byState, nextDueAtMs: num(next.rows[0]?.dueAtMs), avgDurationMs: avg };
+    let avgDurationMs: number | null = null;
+    for (const { state, count, durationSumMs, durationCount } of counts.rows) {
+      byState[state] = count;
+      if (state === "Completed" && durationCount > 0) avgDurationMs = durationSumMs / durationCount;
+    }
+    return { byState, nextDueAtMs: num(next.rows[0]?.dueAtMs), avgDurationMs };
   }
 
   async tenants(limit: number): Promise<string[]> {
@@ -144,19 +134,5 @@ export class PostgresTimerQueries implements TimerQueries {
       values: [limit],
     });
     return rows.map((row) => row.tenantId);
-  }
-
-  /** Null while the schema has no completion columns (CONTRACT §11) yet. */
-  async #avgDuration(tenantId: string): Promise<number | null> {
-    this.#hasCompletionColumns ??= this.pool
-      .query<{ name: string }>(POSTGRES_QUERY_SQL.columns)
-      .then(({ rows }) => rows.some((r) => r.name === "completed_at") && rows.some((r) => r.name === "fired_at"));
-    if (!(await this.#hasCompletionColumns)) return null;
-    const { rows } = await this.pool.query<{ avgDurationMs: number | null }>({
-      name: "timer-query-avg-duration",
-      text: POSTGRES_QUERY_SQL.avgDuration,
-      values: [tenantId],
-    });
-    return rows[0]?.avgDurationMs ?? null;
   }
 }

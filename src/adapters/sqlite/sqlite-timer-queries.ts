@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { listByKeyset, type ScannedKey } from "../../app/queries/keyset-list.js";
+import { NO_UPPER_BOUND, listByKeyset, scanStartOf, type ScannedKey } from "../../app/queries/keyset-list.js";
 import {
   TIMER_STATES,
   type StoredTimerState,
@@ -18,10 +18,6 @@ const RECORD_COLUMNS = `
   reached_at AS reachedAtMs, updated_at AS updatedAtMs, repeat, occurrence, attempt, fired_at AS firedAtMs,
   completed_at AS completedAtMs, result, last_reason AS lastReason, created_by AS createdBy, created_via AS createdVia`;
 
-/** Below and above every instant a timer can have (years 0000 … 9999). */
-const NO_LOWER_BOUND = -Number.MAX_SAFE_INTEGER;
-const NO_UPPER_BOUND = Number.MAX_SAFE_INTEGER;
-
 /**
  * One state's slice of timer_schedules_tenant_state_due_idx (tenant_id, state, due_at,
  * service_call_id): a seek to the cursor, then entries in order, index only (no table access).
@@ -29,8 +25,8 @@ const NO_UPPER_BOUND = Number.MAX_SAFE_INTEGER;
 function scanBranch(state: string): string {
   return `
     SELECT state, due_at AS dueAtMs, service_call_id AS serviceCallId FROM timer_schedules
-    WHERE tenant_id = @tenantId AND state = '${state}' AND due_at >= @dueAfterMs AND due_at < @dueBeforeMs
-      AND (due_at, service_call_id) > (@afterDueAtMs, @afterServiceCallId)
+    WHERE tenant_id = @tenantId AND state = '${state}' AND due_at < @dueBeforeMs
+      AND (due_at, service_call_id) > (@startDueAtMs, @startServiceCallId)
     ORDER BY due_at, service_call_id LIMIT @scanLimit`;
 }
 
@@ -60,10 +56,10 @@ export const SQLITE_QUERY_SQL = {
 
 type ScanParams = {
   tenantId: string;
-  dueAfterMs: number;
   dueBeforeMs: number;
-  afterDueAtMs: number;
-  afterServiceCallId: string;
+  /** The scan starts after this position (scanStartOf): the cursor or dueAfter. */
+  startDueAtMs: number;
+  startServiceCallId: string;
   scanLimit: number;
 };
 
@@ -98,17 +94,17 @@ export class SqliteTimerQueries implements TimerQueries {
   }
 
   async list(query: TimerListQuery): Promise<TimerPage> {
-    const { tenantId, state, after } = query;
+    const { tenantId, state } = query;
     const statement = state === undefined ? this.#scanAll : this.#scanState.get(state)!;
+    const start = scanStartOf(query);
     return listByKeyset(
       query,
       (scanLimit) =>
         statement.all({
           tenantId,
-          dueAfterMs: query.dueAfterMs ?? NO_LOWER_BOUND,
           dueBeforeMs: query.dueBeforeMs ?? NO_UPPER_BOUND,
-          afterDueAtMs: after?.dueAtMs ?? NO_LOWER_BOUND,
-          afterServiceCallId: after?.serviceCallId ?? "",
+          startDueAtMs: start.dueAtMs,
+          startServiceCallId: start.serviceCallId,
           scanLimit,
         }),
       (ids) => ids.flatMap((serviceCallId) => this.#byKey.get({ tenantId, serviceCallId }) ?? []),

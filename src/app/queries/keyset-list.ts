@@ -14,6 +14,27 @@ export interface ScannedKey {
   readonly serviceCallId: string;
 }
 
+/**
+ * Where a page's scan starts: strictly after this (dueAt, serviceCallId) position, the later of the
+ * cursor and (`dueAfterMs`, ""). Since no serviceCallId is empty, "after (X, '')" means "dueAt ≥ X".
+ * One lower bound, not two: Postgres given both `due_at >= X` and a row comparison with the cursor
+ * starts its index scan at the row comparison, and with no cursor walked every entry before X
+ * (32 ms for a list at 1M timers).
+ */
+export function scanStartOf(query: TimerListQuery): { readonly dueAtMs: number; readonly serviceCallId: string } {
+  const dueAfter = { dueAtMs: query.dueAfterMs ?? NO_LOWER_BOUND, serviceCallId: "" };
+  const after = query.after;
+  if (after === undefined) return dueAfter;
+  const afterIsLater =
+    after.dueAtMs > dueAfter.dueAtMs || (after.dueAtMs === dueAfter.dueAtMs && compareCodePoints(after.serviceCallId, "") > 0);
+  return afterIsLater ? { dueAtMs: after.dueAtMs, serviceCallId: after.serviceCallId } : dueAfter;
+}
+
+/** Below every instant a timer can have. */
+export const NO_LOWER_BOUND = -Number.MAX_SAFE_INTEGER;
+/** Above every instant a timer can have. */
+export const NO_UPPER_BOUND = Number.MAX_SAFE_INTEGER;
+
 /** How many index entries to read for `query`. */
 export function scanLimitOf(query: TimerListQuery): number {
   return query.serviceCallIdPrefix === undefined ? query.limit + 1 : Math.max(query.limit + 1, LIST_SCAN_BUDGET);
