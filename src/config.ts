@@ -3,6 +3,7 @@
  * (CONTRACT §4). Parsed once at start-up into a frozen object; nothing else reads `process.env`.
  */
 
+import { accessSync, constants, statSync } from "node:fs";
 import { loadStorageConfig, type StorageConfig } from "./storage-config.js";
 import { loadAdminToken } from "./http-config.js";
 import { parseBrokerUrl, type BrokerUrl, type UrlLogin } from "./adapters/nats/broker-url.js";
@@ -203,8 +204,35 @@ export function loadConfig(env: Env): TimerServiceConfig {
   if (config.commandsStream === config.eventsStream) {
     throw new ConfigError("TIMER_EVENTS_STREAM", "must differ from TIMER_COMMANDS_STREAM");
   }
+  checkCredentialFiles(config.natsCredentials);
   const natsCredentials = login === undefined ? config.natsCredentials : { ...config.natsCredentials, ...urlCredentials(login) };
   return Object.freeze({ ...config, brokerUrls: Object.freeze(config.brokerUrls), natsCredentials: Object.freeze(natsCredentials) });
+}
+
+const CREDENTIAL_FILES = [
+  ["credsFile", "TIMER_NATS_CREDS_FILE"],
+  ["tlsCaFile", "TIMER_NATS_TLS_CA_FILE"],
+  ["tlsCertFile", "TIMER_NATS_TLS_CERT_FILE"],
+  ["tlsKeyFile", "TIMER_NATS_TLS_KEY_FILE"],
+] as const;
+
+/**
+ * Throws ConfigError naming the variable of a credentials or TLS file that is not a readable file,
+ * so that a wrong path fails at start with its variable (CONTRACT §4), not later as a bare ENOENT
+ * from the NATS connect after storage and HTTP were opened.
+ */
+export function checkCredentialFiles(credentials: NatsCredentials): void {
+  for (const [field, variable] of CREDENTIAL_FILES) {
+    const path = credentials[field];
+    if (path === undefined) continue;
+    try {
+      accessSync(path, constants.R_OK);
+      if (!statSync(path).isFile()) throw new Error("not a file");
+    } catch (error) {
+      const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      throw new ConfigError(variable, `cannot read "${path}" (${reason})`);
+    }
+  }
 }
 
 function urlCredentials(login: UrlLogin): NatsCredentials {

@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ConfigError, loadBrokerUrls, loadNatsCredentials, loadSubjectPrefix } from "../config.js";
+import { ConfigError, checkCredentialFiles, loadBrokerUrls, loadNatsCredentials, loadSubjectPrefix } from "../config.js";
 import { formatInstant } from "../domain/due-time.js";
 import { isServiceCallId, isTenantId } from "../app/commands/command-text.js";
 import { USAGE } from "./cli-usage.js";
@@ -103,12 +103,19 @@ function prefixOf(flags: Flags): string {
 /** The NATS client loads only here, so `serve` validates its configuration before loading it (and the service's own copy). */
 async function connectCli(flags: Flags): Promise<NatsConnection> {
   const servers = fromConfig("server", () => loadBrokerUrls(flags.server === undefined ? process.env : { TIMER_BROKER_URL: flags.server }));
+  const credentials = loadNatsCredentials(process.env);
+  try {
+    checkCredentialFiles(credentials);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(error.message);
+    throw error;
+  }
   const [{ connect }, { natsConnectionOptions }] = await Promise.all([
     import("@nats-io/transport-node"),
     import("../adapters/nats/nats-connection.js"),
   ]);
   return connect({
-    ...natsConnectionOptions(servers, loadNatsCredentials(process.env)),
+    ...natsConnectionOptions(servers, credentials),
     name: "timer-service-cli",
     waitOnFirstConnect: false,
     maxReconnectAttempts: 10,

@@ -179,6 +179,9 @@ describe("timer-service CLI", () => {
       expect(result.code, args.join(" ")).toBe(2);
       expect(result.stderr).toMatch(message);
     }
+    const unreadable = await runCli(["get", "--tenant", "cli", "--id", "x"], { ...env, TIMER_NATS_CREDS_FILE: "/nonexistent/x.creds" });
+    expect(unreadable.code).toBe(2);
+    expect(unreadable.stderr).toMatch(/TIMER_NATS_CREDS_FILE: cannot read "\/nonexistent\/x\.creds"/);
   });
 
   it("when asked for help, then usage with examples is printed", async () => {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 
@@ -220,6 +223,25 @@ describe("loadConfig: transport and launch", () => {
     expect(loadConfig({ npm_lifecycle_event: "start" }).launchedByNpmStart).toBe(true);
     expect(loadConfig({ npm_lifecycle_event: "test" }).launchedByNpmStart).toBe(false);
     expect(loadConfig({}).launchedByNpmStart).toBe(false);
+  });
+
+  it("when a credentials or TLS file cannot be read, then loading fails naming its variable and path", () => {
+    const directory = mkdtempSync(join(tmpdir(), "timer-config-"));
+    try {
+      const readable = join(directory, "ca.pem");
+      writeFileSync(readable, "-----BEGIN CERTIFICATE-----\n");
+      expect(loadConfig({ TIMER_NATS_TLS_CA_FILE: readable }).natsCredentials.tlsCaFile).toBe(readable);
+      for (const variable of ["TIMER_NATS_CREDS_FILE", "TIMER_NATS_TLS_CA_FILE"]) {
+        const missing = configError({ [variable]: join(directory, "missing") });
+        expect(missing.variable).toBe(variable);
+        expect(missing.message).toContain("missing");
+        expect(configError({ [variable]: directory }).variable).toBe(variable);
+      }
+      const cert = configError({ TIMER_NATS_TLS_CERT_FILE: readable, TIMER_NATS_TLS_KEY_FILE: join(directory, "key.pem") });
+      expect(cert.variable).toBe("TIMER_NATS_TLS_KEY_FILE");
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   it("when two ways to log in to NATS are set, then loading fails naming the second", () => {
