@@ -100,7 +100,7 @@ describe("Postgres plans with statistics older than a bulk insert", () => {
     }
   });
 
-  it("when a batch of firings or deadlines is recorded or a batch's keys are locked, then the rows are found by primary key, not by reading every Scheduled row", async () => {
+  it("when a batch of firings or deadlines is recorded, a batch's keys are locked or its claims released, then the rows are found by primary key, not by reading every Scheduled row", async () => {
     const n = keys.length;
     const firings = [
       "owner-a",
@@ -135,7 +135,9 @@ describe("Postgres plans with statistics older than a bulk insert", () => {
       keys.map(() => NOW),
     ]);
 
-    for (const batchPlan of [...record, ...lock, ...deadlines]) {
+    const release = await plans(q.RELEASE_CLAIMS, ["owner-a", keys.map(() => "acme"), keys]);
+
+    for (const batchPlan of [...record, ...lock, ...deadlines, ...release]) {
       const joins = nodes(batchPlan).filter((node) => node["Node Type"].endsWith("Join") || node["Node Type"] === "Nested Loop");
       expect(joins.map((node) => node["Node Type"]).filter((type) => type !== "Nested Loop")).toEqual([]);
       expect(scansOfTimers(batchPlan).filter((scan) => !scan.endsWith("_pk"))).toEqual([]);
