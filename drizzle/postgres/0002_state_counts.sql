@@ -2,9 +2,13 @@
 -- `stats` (CONTRACT §9) sums a few rows instead of counting a tenant's rows (a parallel sequential
 -- scan: ~150 ms at 1,000,000 timers). Kept by statement-level triggers with transition tables: one
 -- aggregate per statement, not one counter update per row, so a batch upsert or a batch of firing
--- marks pays once. Each statement adds its net deltas into the counter rows of its backend's slot
--- (pg_backend_pid() % 16): transactions of several instances then seldom wait on each other's
--- counter rows, which they would lock until commit. `stats` sums the slots.
+-- marks pays once. Each statement adds its net deltas into counter rows of its own backend (slot =
+-- pg_backend_pid()): two transactions running at once never share a counter row, so they never wait
+-- on one another's counters nor deadlock over them (one statement can fire two triggers, an INSERT …
+-- ON CONFLICT DO UPDATE both its insert and its update trigger, so a shared row could be locked in
+-- either order). `stats` sums the slots. Rows of backends that have ended are folded into slot 0 when
+-- an instance starts (FOLD_ENDED_BACKEND_COUNTS in src/adapters/postgres/postgres-migrations.ts),
+-- so their number stays about the number of live backends.
 -- `duration_sum_ms` / `duration_count` cover Completed timers with both instants (average duration).
 -- The table lock keeps writers of running instances out between the recount and the triggers
 -- (drizzle runs all pending migrations in one transaction).
@@ -13,7 +17,7 @@ LOCK TABLE "timer_schedules" IN SHARE ROW EXCLUSIVE MODE;
 CREATE TABLE "timer_state_counts" (
 	"tenant_id" text COLLATE "C" NOT NULL,
 	"state" text NOT NULL,
-	"slot" smallint NOT NULL,
+	"slot" integer NOT NULL,
 	"count" bigint NOT NULL,
 	"duration_sum_ms" bigint NOT NULL,
 	"duration_count" bigint NOT NULL,
@@ -29,7 +33,6 @@ FROM "timer_schedules" GROUP BY "tenant_id", "state";
 -- Rows leave their old (tenant, state) with sign -1 and enter their new one with +1; `duration` is
 -- the completion duration of a Completed row with both instants (null otherwise), added with the sign.
 -- Each trigger's statement names only its own transition tables, hence one branch per operation.
--- Rows are upserted in (tenant, state) order: two transactions sharing a slot wait, never deadlock.
 -- `SET search_path FROM CURRENT` pins the function to this schema whatever the writing session's path.
 CREATE FUNCTION "timer_state_counts_apply"() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
@@ -37,34 +40,31 @@ BEGIN
 		DELETE FROM timer_state_counts;
 	ELSIF TG_OP = 'INSERT' THEN
 	INSERT INTO timer_state_counts AS c (tenant_id, state, slot, count, duration_sum_ms, duration_count)
-	SELECT tenant_id, state, (pg_backend_pid() % 16)::smallint, sum(sign), coalesce(sum(sign * duration), 0), sum(CASE WHEN duration IS NULL THEN 0 ELSE sign END)
+	SELECT tenant_id, state, pg_backend_pid(), sum(sign), coalesce(sum(sign * duration), 0), sum(CASE WHEN duration IS NULL THEN 0 ELSE sign END)
 	FROM (SELECT tenant_id, state, 1 AS sign, CASE WHEN state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL THEN completed_at - fired_at END AS duration FROM new_rows) changed
 	GROUP BY tenant_id, state
 	HAVING sum(sign) <> 0 OR coalesce(sum(sign * duration), 0) <> 0 OR sum(CASE WHEN duration IS NULL THEN 0 ELSE sign END) <> 0
-	ORDER BY tenant_id, state
 	ON CONFLICT (tenant_id, state, slot) DO UPDATE SET
 		count = c.count + excluded.count,
 		duration_sum_ms = c.duration_sum_ms + excluded.duration_sum_ms,
 		duration_count = c.duration_count + excluded.duration_count;
 	ELSIF TG_OP = 'DELETE' THEN
 	INSERT INTO timer_state_counts AS c (tenant_id, state, slot, count, duration_sum_ms, duration_count)
-	SELECT tenant_id, state, (pg_backend_pid() % 16)::smallint, sum(sign), coalesce(sum(sign * duration), 0), sum(CASE WHEN duration IS NULL THEN 0 ELSE sign END)
+	SELECT tenant_id, state, pg_backend_pid(), sum(sign), coalesce(sum(sign * duration), 0), sum(CASE WHEN duration IS NULL THEN 0 ELSE sign END)
 	FROM (SELECT tenant_id, state, -1 AS sign, CASE WHEN state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL THEN completed_at - fired_at END AS duration FROM old_rows) changed
 	GROUP BY tenant_id, state
 	HAVING sum(sign) <> 0 OR coalesce(sum(sign * duration), 0) <> 0 OR sum(CASE WHEN duration IS NULL THEN 0 ELSE sign END) <> 0
-	ORDER BY tenant_id, state
 	ON CONFLICT (tenant_id, state, slot) DO UPDATE SET
 		count = c.count + excluded.count,
 		duration_sum_ms = c.duration_sum_ms + excluded.duration_sum_ms,
 		duration_count = c.duration_count + excluded.duration_count;
 	ELSE
 	INSERT INTO timer_state_counts AS c (tenant_id, state, slot, count, duration_sum_ms, duration_count)
-	SELECT tenant_id, state, (pg_backend_pid() % 16)::smallint, sum(sign), coalesce(sum(sign * duration), 0), sum(CASE WHEN duration IS NULL THEN 0 ELSE sign END)
+	SELECT tenant_id, state, pg_backend_pid(), sum(sign), coalesce(sum(sign * duration), 0), sum(CASE WHEN duration IS NULL THEN 0 ELSE sign END)
 	FROM (SELECT tenant_id, state, 1 AS sign, CASE WHEN state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL THEN completed_at - fired_at END AS duration FROM new_rows
 		UNION ALL SELECT tenant_id, state, -1 AS sign, CASE WHEN state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL THEN completed_at - fired_at END AS duration FROM old_rows) changed
 	GROUP BY tenant_id, state
 	HAVING sum(sign) <> 0 OR coalesce(sum(sign * duration), 0) <> 0 OR sum(CASE WHEN duration IS NULL THEN 0 ELSE sign END) <> 0
-	ORDER BY tenant_id, state
 	ON CONFLICT (tenant_id, state, slot) DO UPDATE SET
 		count = c.count + excluded.count,
 		duration_sum_ms = c.duration_sum_ms + excluded.duration_sum_ms,

@@ -101,7 +101,7 @@ export async function ingest(ctx: BenchContext): Promise<Record<string, unknown>
 type Version = "current" | "before" | "v1";
 const BUILD_COMMITS: Record<Exclude<Version, "current">, string> = { before: BEFORE_TUNING_COMMIT, v1: V1_COMMIT };
 /** Mirrored: a linear drift of the machine cancels in each version's mean; a step shows between its rounds. */
-const V1_ORDER: readonly Version[] = ["current", "before", "v1", "v1", "before", "current"];
+const ROUND_ORDER: readonly Version[] = ["current", "before", "v1", "v1", "before", "current"];
 /** The TIMER_DB_SYNCHRONOUS default of each version (v1: NORMAL; FULL since v2). */
 const SYNCHRONOUS_DEFAULT: Record<Version, string> = { current: "FULL", before: "FULL", v1: "NORMAL" };
 
@@ -138,7 +138,7 @@ async function backlogVsV1(ctx: BenchContext, n: number, keySpace: number): Prom
   const rounds: Record<string, unknown>[] = [];
   const cpuPer: Record<Version, number[]> = { current: [], before: [], v1: [] };
   const ratePer: Record<Version, number[]> = { current: [], before: [], v1: [] };
-  for (const [i, version] of V1_ORDER.entries()) {
+  for (const [i, version] of ROUND_ORDER.entries()) {
     await inScope(sqliteCtx, `ingest vsV1 ${i + 1} ${version}`, async (sub) => {
       const label = `ingest-vsv1-${i + 1}-${version}`;
       const nats = await startNats(sub);
@@ -186,6 +186,7 @@ async function backlogVsV1(ctx: BenchContext, n: number, keySpace: number): Prom
   const ratioOf = (a: number | undefined, b: number | undefined): number | undefined =>
     a !== undefined && b !== undefined && b > 0 ? round(a / b, 3) : undefined;
   const ratio = ratioOf(currentUs, v1Us);
+  const targetMet = currentUs !== undefined && v1Us !== undefined && v1Us > 0 ? currentUs / v1Us <= 0.5 : undefined;
   const toRaw = (rate: number | undefined, base: number | undefined): number | undefined =>
     rate !== undefined && base !== undefined && base > 0 ? round(rate / base, 2) : undefined;
   const earlierRaw = (ctx.earlier.rawCeiling as { consumePerSec?: number } | undefined)?.consumePerSec;
@@ -202,14 +203,14 @@ async function backlogVsV1(ctx: BenchContext, n: number, keySpace: number): Prom
     builds: Object.fromEntries(Object.entries(builds).map(([v, b]) => [v, { dir: b.dir, built: b.built, buildS: b.buildS }])),
     store: "sqlite",
     synchronous: { current: synchronous("current"), before: synchronous("before"), v1: synchronous("v1") },
-    order: V1_ORDER,
+    order: ROUND_ORDER,
     v1UsPerCommand: us(v1Us),
     beforeUsPerCommand: us(beforeUs),
     currentUsPerCommand: us(currentUs),
     /** current / v1 service CPU per command; the target is ≤ 0.5. */
     ratio,
     target: "<= 0.5",
-    targetMet: ratio === undefined ? undefined : ratio <= 0.5,
+    targetMet,
     /** current / before (v2 before the tuning) service CPU per command. */
     currentToBefore: ratioOf(currentUs, beforeUs),
     currentCommandsPerSec: perSec(currentRate),

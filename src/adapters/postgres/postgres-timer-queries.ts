@@ -58,8 +58,8 @@ export const POSTGRES_QUERY_SQL = {
   fetch: "SELECT * FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = ANY($2::text[])",
   scanOneState: scanBranch("Scheduled"),
   scanAllStates: `SELECT * FROM (${TIMER_STATES.map(scanBranch).join(" UNION ALL ")}) s ORDER BY "dueAtMs", "serviceCallId" LIMIT $5`,
-  // Kept by statement-level triggers (drizzle/postgres/0002_state_counts.sql) in up to 16 slots per
-  // (tenant, state): a few rows, not the tenant's rows.
+  // Kept by statement-level triggers (drizzle/postgres/0002_state_counts.sql) in a row per writing
+  // backend and (tenant, state): a few rows, not the tenant's rows.
   countByState: `
     SELECT state, sum(count)::float8 AS count, sum(duration_sum_ms)::float8 AS "durationSumMs",
       sum(duration_count)::float8 AS "durationCount"
@@ -76,8 +76,8 @@ export const POSTGRES_QUERY_SQL = {
 
 /**
  * TimerQueries on Postgres, through a pool whose search_path names the store's schema (see
- * createPostgresPool). Statements are the ones of SqliteTimerQueries, served by the same indexes
- * once the schema has them (CONTRACT v2 columns and timer_schedules_tenant_state_due_idx).
+ * createPostgresPool). Statements are the ones of SqliteTimerQueries, served by the same indexes;
+ * `stats` sums the counters that migration 0002 keeps.
  */
 export class PostgresTimerQueries implements TimerQueries {
   constructor(private readonly pool: pg.Pool) {}

@@ -171,15 +171,15 @@ export const RELEASE_ALL_CLAIMS = `
 
 /**
  * Drops owner $1's claims on the keys $2 tenants, $3 serviceCallIds, found by primary key. The owner
- * test is a CASE on purpose: `claimed_by` is NULL in nearly every row statistics ever sample (claims
- * live for a publish), so a plain `claimed_by = $1` looks as if it matched almost nothing, and the
- * planner chose a sequential scan of the table filtered by it (seen in the plan test).
+ * test is wrapped in coalesce on purpose: `claimed_by` is NULL in nearly every row that statistics
+ * sample (claims live for a publish), so a plain `claimed_by = $1` looks as if it matched almost
+ * nothing, and the planner chose a sequential scan of the table filtered by it (the plan test).
  */
 export const RELEASE_CLAIMS = `
   UPDATE timer_schedules t SET claimed_by = NULL, claimed_until = NULL
   FROM unnest($2::text[], $3::text[]) AS k(tenant_id, service_call_id)
   WHERE t.tenant_id = k.tenant_id AND t.service_call_id = k.service_call_id
-    AND CASE WHEN t.claimed_by = $1 THEN true ELSE false END`;
+    AND coalesce(t.claimed_by = $1, false)`;
 
 export const NEXT_DUE_AT = `SELECT min(due_at) AS "dueAtMs" FROM timer_schedules WHERE state = 'Scheduled'`;
 

@@ -14,6 +14,11 @@ export interface ScannedKey {
   readonly serviceCallId: string;
 }
 
+/** Below every instant a timer can have. */
+export const NO_LOWER_BOUND = -Number.MAX_SAFE_INTEGER;
+/** Above every instant a timer can have. */
+export const NO_UPPER_BOUND = Number.MAX_SAFE_INTEGER;
+
 /**
  * Where a page's scan starts: strictly after this (dueAt, serviceCallId) position, the later of the
  * cursor and (`dueAfterMs`, ""). Since no serviceCallId is empty, "after (X, '')" means "dueAt ≥ X".
@@ -25,15 +30,10 @@ export function scanStartOf(query: TimerListQuery): { readonly dueAtMs: number; 
   const dueAfter = { dueAtMs: query.dueAfterMs ?? NO_LOWER_BOUND, serviceCallId: "" };
   const after = query.after;
   if (after === undefined) return dueAfter;
-  const afterIsLater =
-    after.dueAtMs > dueAfter.dueAtMs || (after.dueAtMs === dueAfter.dueAtMs && compareCodePoints(after.serviceCallId, "") > 0);
+  // At the same instant any serviceCallId but "" lies after "" (code point order).
+  const afterIsLater = after.dueAtMs > dueAfter.dueAtMs || (after.dueAtMs === dueAfter.dueAtMs && after.serviceCallId !== "");
   return afterIsLater ? { dueAtMs: after.dueAtMs, serviceCallId: after.serviceCallId } : dueAfter;
 }
-
-/** Below every instant a timer can have. */
-export const NO_LOWER_BOUND = -Number.MAX_SAFE_INTEGER;
-/** Above every instant a timer can have. */
-export const NO_UPPER_BOUND = Number.MAX_SAFE_INTEGER;
 
 /** How many index entries to read for `query`. */
 export function scanLimitOf(query: TimerListQuery): number {
