@@ -837,15 +837,12 @@ export async function withRowsInserted(
   options: Parameters<typeof populateScheduled>[1],
 ): Promise<{ populate: ReturnType<typeof populateScheduled> }> {
   await stopService(service);
-  if (service.env.TIMER_STORE === "postgres") {
-    const schema = service.env.TIMER_DATABASE_SCHEMA!;
-    ctx.log(`inserting ${options.count} Scheduled rows into Postgres schema ${schema}`);
-    const populate = await populatePostgresScheduled(service.env.TIMER_DATABASE_URL!, schema, options);
-    ctx.log(`inserted ${options.count} rows in ${populate.seconds} s (${populate.dbSizeMB} MB)`);
-    return { populate };
-  }
-  ctx.log(`inserting ${options.count} Scheduled rows into ${service.env.TIMER_DB_PATH}`);
-  const populate = populateScheduled(service.env.TIMER_DB_PATH!, options);
+  const { TIMER_STORE, TIMER_DATABASE_URL, TIMER_DATABASE_SCHEMA, TIMER_DB_PATH } = service.env;
+  const postgres = TIMER_STORE === "postgres";
+  ctx.log(`inserting ${options.count} Scheduled rows into ${postgres ? `Postgres schema ${TIMER_DATABASE_SCHEMA}` : TIMER_DB_PATH}`);
+  const populate = postgres
+    ? await populatePostgresScheduled(TIMER_DATABASE_URL!, TIMER_DATABASE_SCHEMA!, options)
+    : populateScheduled(TIMER_DB_PATH!, options);
   ctx.log(`inserted ${options.count} rows in ${populate.seconds} s (${populate.dbSizeMB} MB)`);
   return { populate };
 }

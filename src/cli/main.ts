@@ -86,12 +86,15 @@ function required(flags: Flags, name: "tenant" | "id"): string {
   return value;
 }
 
-/** Flags win over the service's variables; both are checked by the service's own config rules. */
-function fromConfig<T>(flag: string, load: () => T): T {
+/**
+ * Flags win over the service's variables; both are checked by the service's own config rules. A
+ * ConfigError becomes a usage error (exit 2), naming `--flag` when the value may come from one.
+ */
+function fromConfig<T>(flag: string | undefined, load: () => T): T {
   try {
     return load();
   } catch (error) {
-    if (error instanceof ConfigError) throw new UsageError(`--${flag}: ${error.message}`);
+    if (error instanceof ConfigError) throw new UsageError(flag === undefined ? error.message : `--${flag}: ${error.message}`);
     throw error;
   }
 }
@@ -104,12 +107,7 @@ function prefixOf(flags: Flags): string {
 async function connectCli(flags: Flags): Promise<NatsConnection> {
   const servers = fromConfig("server", () => loadBrokerUrls(flags.server === undefined ? process.env : { TIMER_BROKER_URL: flags.server }));
   const credentials = loadNatsCredentials(process.env);
-  try {
-    checkCredentialFiles(credentials);
-  } catch (error) {
-    if (error instanceof ConfigError) throw new UsageError(error.message);
-    throw error;
-  }
+  fromConfig(undefined, () => checkCredentialFiles(credentials));
   const [{ connect }, { natsConnectionOptions }] = await Promise.all([
     import("@nats-io/transport-node"),
     import("../adapters/nats/nats-connection.js"),
