@@ -149,7 +149,13 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   loop = new DueTimerLoop({ worker, store, clock, logger, pollingIntervalMs: config.pollingIntervalMs });
   const runningLoop = loop;
   const processor = new TimerCommandProcessor({
-    decoder: new CommandDecoder({ subjectPrefix: config.subjectPrefix, maxHorizonDays: config.maxHorizonDays, clock, calendar }),
+    decoder: new CommandDecoder({
+      subjectPrefix: config.subjectPrefix,
+      maxHorizonDays: config.maxHorizonDays,
+      maxClockSkewMs: config.maxClockSkewMs,
+      clock,
+      calendar,
+    }),
     store,
     publisher,
     clock,

@@ -44,11 +44,13 @@ import { queriesAt1M, retentionSweep } from "./scenarios/queries.js";
 import { recurringLoad } from "./scenarios/recurring-load.js";
 import { instances } from "./scenarios/instances.js";
 import { deliveryOverhead } from "./scenarios/delivery-overhead.js";
+import { catchUp } from "./scenarios/catch-up.js";
 
 type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 
 const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: boolean }[] = [
   { name: "rawCeiling", run: rawCeiling, timeoutMs: 10 * 60_000 },
+  { name: "catchUp", run: catchUp, timeoutMs: 5 * 60_000 },
   // Includes issue 12's backlog drain against v1 (commit f91ce85, built once into bench-results/).
   { name: "ingest", run: ingest, timeoutMs: 30 * 60_000 },
   { name: "burst", run: burst, timeoutMs: 15 * 60_000 },
@@ -146,6 +148,14 @@ interface Target {
 
 const TARGETS: Target[] = [
   { name: "low-load lag p99", path: "lowLoadLag.p99Ms", op: "<=", target: 20, unit: "ms" },
+  { name: "catch-up, per-minute cron from year 0: max", path: "catchUp.cronEveryMinuteFromYear0.maxMs", op: "<=", target: 100, unit: "ms" },
+  {
+    name: "catch-up, monthly cron after 100 years: max",
+    path: "catchUp.cronMonthlyBerlinAfter100Years.maxMs",
+    op: "<=",
+    target: 100,
+    unit: "ms",
+  },
   { name: "100k burst, last event after due", path: "burst.seconds", op: "<=", target: 5, unit: "s", scalesWithCount: true },
   { name: "ingest, empty store", path: "ingest.empty.commandsPerSec", op: ">=", target: 30_000, unit: "/s" },
   { name: "ingest, 1M pending", path: "ingest.pending1M.commandsPerSec", op: ">=", target: 15_000, unit: "/s" },

@@ -64,7 +64,13 @@ const dir = mkdtempSync(join(tmpdir(), "ingest-micro-"));
 const results: Record<string, unknown>[] = [];
 try {
   const calendar = new CronerCalendar();
-  const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock: systemClock, calendar });
+  const decoder = new CommandDecoder({
+    subjectPrefix: "timer",
+    maxHorizonDays: 3650,
+    maxClockSkewMs: 86_400_000,
+    clock: systemClock,
+    calendar,
+  });
   const pendingTemplate = PENDING > 0 ? join(dir, "pending.db") : undefined;
   if (pendingTemplate !== undefined) {
     await openSqliteTimerStore({ path: pendingTemplate }).close(); // migrates the file

@@ -12,6 +12,8 @@ export interface DueTimeReached {
   readonly occurrence?: number | null;
   /** After downtime: how many earlier occurrences this one stands for (CONTRACT §10); 0 or absent: none. */
   readonly missedOccurrences?: number;
+  /** More occurrences were missed than are counted one by one: `missedOccurrences` and `occurrence` are lower bounds. */
+  readonly missedOccurrencesCapped?: boolean;
   /** A tracked timer's publish (CONTRACT §11): 1, 2, …; absent for an untracked timer. */
   readonly attempt?: number;
 }

@@ -39,6 +39,8 @@ export interface FiringDecision {
   /** The occurrence's number, for a recurring timer; null for a one-shot. */
   readonly occurrence: number | null;
   readonly missedOccurrences: number;
+  /** More occurrences were missed than a catch-up counts: the counts are lower bounds. */
+  readonly missedOccurrencesCapped: boolean;
   readonly lateMs: number;
   readonly next: TimerAfterFiring;
 }
@@ -60,6 +62,7 @@ export function decideFiring(
       dueAtMs: timer.dueAtMs,
       occurrence: repeat === null ? null : timer.occurrence,
       missedOccurrences: 0,
+      missedOccurrencesCapped: false,
       lateMs: nowMs - timer.dueAtMs,
       next: {
         state: "Cancelled",
@@ -72,7 +75,8 @@ export function decideFiring(
     };
   }
   const current = { dueAtMs: timer.dueAtMs, occurrence: timer.occurrence };
-  const { latest, skipped } = repeat === null ? { latest: current, skipped: 0 } : latestDueOccurrence(repeat, current, nowMs, calendar);
+  const { latest, skipped, capped } =
+    repeat === null ? { latest: current, skipped: 0, capped: false } : latestDueOccurrence(repeat, current, nowMs, calendar);
   const lateMs = nowMs - latest.dueAtMs;
   const kind = maxLatenessMs !== null && lateMs > maxLatenessMs ? "missed" : "reached";
   const following = repeat === null ? null : nextOccurrence(repeat, latest, calendar);
@@ -96,6 +100,7 @@ export function decideFiring(
     dueAtMs: latest.dueAtMs,
     occurrence: repeat === null ? null : latest.occurrence,
     missedOccurrences: skipped,
+    missedOccurrencesCapped: capped,
     lateMs,
     next,
   };

@@ -67,33 +67,72 @@ export function nextOccurrence(rule: Recurrence, current: Occurrence, calendar: 
 }
 
 /**
- * The latest occurrence at or before `nowMs`, starting from `current` (which is due), and how many
- * occurrences it skipped over. An interval rule jumps there directly; a cron rule steps through at
- * most `maxSteps` occurrences (the rest are caught up by the next poll).
+ * How many missed occurrences of a cron rule a catch-up counts one by one (CONTRACT §10); past it,
+ * it jumps to the latest occurrence due and the counts become lower bounds.
  */
-export function latestDueOccurrence(
-  rule: Recurrence,
-  current: Occurrence,
-  nowMs: number,
-  calendar: RecurrenceCalendar,
-  maxSteps = 100_000,
-): { readonly latest: Occurrence; readonly skipped: number } {
+export const MAX_EXACT_CATCH_UP = 1_000;
+
+/** Where a catch-up lands: the latest due occurrence and how many earlier ones it stands for. */
+export interface CatchUp {
+  readonly latest: Occurrence;
+  /** Occurrences skipped over; a lower bound when `capped`. */
+  readonly skipped: number;
+  /** More than `MAX_EXACT_CATCH_UP` were skipped: `skipped` and `latest.occurrence` are lower bounds. */
+  readonly capped: boolean;
+}
+
+/**
+ * The latest occurrence at or before `nowMs`, starting from `current` (which is due), and how many
+ * occurrences it skipped over. Bounded work whatever the gap: an interval rule jumps there by
+ * arithmetic (exact); a cron rule steps through at most `MAX_EXACT_CATCH_UP` occurrences, then
+ * searches for the latest one due by bisection over time.
+ */
+export function latestDueOccurrence(rule: Recurrence, current: Occurrence, nowMs: number, calendar: RecurrenceCalendar): CatchUp {
   if (rule.everyMs !== undefined) {
     let steps = Math.floor((nowMs - current.dueAtMs) / rule.everyMs);
     if (rule.maxOccurrences !== null) steps = Math.min(steps, rule.maxOccurrences - current.occurrence);
     if (rule.untilMs !== null) steps = Math.min(steps, Math.floor((rule.untilMs - current.dueAtMs) / rule.everyMs));
     steps = Math.max(0, Math.min(steps, Math.floor((LATEST_INSTANT_MS - current.dueAtMs) / rule.everyMs)));
-    return { latest: { dueAtMs: current.dueAtMs + steps * rule.everyMs, occurrence: current.occurrence + steps }, skipped: steps };
+    const latest = { dueAtMs: current.dueAtMs + steps * rule.everyMs, occurrence: current.occurrence + steps };
+    return { latest, skipped: steps, capped: false };
   }
   let latest = current;
-  let skipped = 0;
-  while (skipped < maxSteps) {
+  for (let skipped = 0; ; skipped++) {
     const next = nextOccurrence(rule, latest, calendar);
-    if (next === null || next.dueAtMs > nowMs) break;
+    if (next === null || next.dueAtMs > nowMs) return { latest, skipped, capped: false };
+    if (skipped === MAX_EXACT_CATCH_UP) {
+      const lastDueMs = latestCronTimeBetween(rule, next.dueAtMs, nowMs, calendar);
+      return { latest: { dueAtMs: lastDueMs, occurrence: next.occurrence }, skipped: skipped + 1, capped: true };
+    }
     latest = next;
-    skipped++;
   }
-  return { latest, skipped };
+}
+
+/**
+ * The latest time of a cron rule in [`fromMs`, min(`nowMs`, until)], `fromMs` being one: the
+ * largest t whose next cron time is still due, by bisection (about 50 calendar calls over all of
+ * representable time), then a few steps on in case the calendar is not monotonic at a DST edge.
+ */
+function latestCronTimeBetween(rule: CronRecurrence, fromMs: number, nowMs: number, calendar: RecurrenceCalendar): number {
+  const endMs = Math.min(nowMs, rule.untilMs ?? nowMs, LATEST_INSTANT_MS);
+  const dueAfter = (ms: number): number | null => {
+    const next = calendar.nextCronTime(rule.cron, rule.timezone, ms);
+    return next !== null && next <= endMs ? next : null;
+  };
+  let low = fromMs;
+  let high = endMs;
+  while (high - low > 1) {
+    const middle = low + Math.floor((high - low) / 2);
+    if (dueAfter(middle) !== null) low = middle;
+    else high = middle;
+  }
+  let latestMs = Math.max(fromMs, dueAfter(low) ?? fromMs);
+  for (let step = 0; step < 4; step++) {
+    const next = dueAfter(latestMs);
+    if (next === null) break;
+    latestMs = next;
+  }
+  return latestMs;
 }
 
 /** The first occurrence of a rule for a command's `dueAt`, or null when the rule has none. */

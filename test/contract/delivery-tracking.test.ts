@@ -66,7 +66,7 @@ describe.each(Object.keys(harnesses))("completion tracking on the %s store", (na
     const calendar = new CronerCalendar();
     const store = harness.store;
     processor = new TimerCommandProcessor({
-      decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 365, clock, calendar }),
+      decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 365, maxClockSkewMs: 86_400_000, clock, calendar }),
       store,
       publisher,
       clock,
@@ -291,7 +291,7 @@ describe("deadline claims across instances (Postgres, CONTRACT §6 and §11)", (
       const publisher = new RecordingEventPublisher();
       const metrics = new RecordingMetrics();
       const calendar = new CronerCalendar();
-      const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 365, clock, calendar });
+      const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 365, maxClockSkewMs: 86_400_000, clock, calendar });
       const processor = new TimerCommandProcessor({
         decoder,
         store: a,

@@ -28,7 +28,13 @@ fc.configureGlobal({ seed });
 const HORIZON_DAYS = 3650;
 const HORIZON_MS = T0 + HORIZON_DAYS * 86_400_000;
 const clock = new FakeClock(T0);
-const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: HORIZON_DAYS, clock, calendar: new CronerCalendar() });
+const decoder = new CommandDecoder({
+  subjectPrefix: "timer",
+  maxHorizonDays: HORIZON_DAYS,
+  maxClockSkewMs: 86_400_000,
+  clock,
+  calendar: new CronerCalendar(),
+});
 const encoder = new TextEncoder();
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 

@@ -196,7 +196,7 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
         let store: SqliteTimerStore = openSqliteTimerStore({ path });
         const build = () => ({
           processor: new TimerCommandProcessor({
-            decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 10, clock, calendar }),
+            decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 10, maxClockSkewMs: 86_400_000, clock, calendar }),
             store,
             publisher,
             clock,

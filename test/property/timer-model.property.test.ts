@@ -535,7 +535,13 @@ class System {
   async open(): Promise<void> {
     const { clock, publisher, metrics } = this;
     this.store = openSqliteTimerStore({ path: this.path });
-    const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 30, clock, calendar: new CronerCalendar() });
+    const decoder = new CommandDecoder({
+      subjectPrefix: "timer",
+      maxHorizonDays: 30,
+      maxClockSkewMs: 86_400_000,
+      clock,
+      calendar: new CronerCalendar(),
+    });
     this.processor = new TimerCommandProcessor({
       decoder,
       store: this.store,

@@ -26,6 +26,7 @@ describe("loadConfig: defaults (CONTRACT §4)", () => {
       pollingIntervalMs: 5000,
       batchSize: 100,
       maxHorizonDays: 3650,
+      maxClockSkewMs: 86_400_000,
       httpPort: 8080,
       httpHost: "0.0.0.0",
       logLevel: "info",
@@ -54,6 +55,7 @@ describe("loadConfig: integer bounds", () => {
     { variable: "TIMER_POLLING_INTERVAL", key: "pollingIntervalMs", min: 10, max: 3_600_000 },
     { variable: "TIMER_BATCH_SIZE", key: "batchSize", min: 1, max: 10_000 },
     { variable: "TIMER_MAX_HORIZON_DAYS", key: "maxHorizonDays", min: 1, max: 36_500 },
+    { variable: "TIMER_MAX_CLOCK_SKEW_MS", key: "maxClockSkewMs", min: 1000, max: 31_536_000_000 },
     { variable: "TIMER_HTTP_PORT", key: "httpPort", min: 0, max: 65_535 },
   ] as const;
 

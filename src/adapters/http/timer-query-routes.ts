@@ -1,3 +1,4 @@
+import { toJsonText } from "../../app/commands/json-text.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { QueryEndpoint, QueryReply, TimerQueryService } from "../../app/queries/timer-query-service.js";
@@ -28,7 +29,7 @@ const SECURITY_HEADERS = { "X-Content-Type-Options": "nosniff", "Cache-Control":
 
 function json(response: ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
   response.writeHead(status, { "Content-Type": "application/json; charset=utf-8", ...SECURITY_HEADERS, ...headers });
-  response.end(JSON.stringify(body));
+  response.end(toJsonText(body));
 }
 
 const invalid = (message: string): QueryReply => ({ status: 400, body: { error: { code: "INVALID_REQUEST", message } } });

@@ -29,7 +29,19 @@ const dueAtFormat = new InstantFormatCache();
 const reachedAtFormat = new InstantFormatCache();
 
 export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): string {
-  const { tenantId, serviceCallId, dueAtMs, reachedAtMs, generation, data, correlationId, occurrence, missedOccurrences, attempt } = event;
+  const {
+    tenantId,
+    serviceCallId,
+    dueAtMs,
+    reachedAtMs,
+    generation,
+    data,
+    correlationId,
+    occurrence,
+    missedOccurrences,
+    missedOccurrencesCapped,
+    attempt,
+  } = event;
   const tenant = json(tenantId);
   return (
     `{"id":${json(dueEventId(tenantId, serviceCallId, dueAtMs, generation, attempt))},"type":"DueTimeReached","tenantId":${tenant}` +
@@ -40,6 +52,7 @@ export function dueTimeReachedJson(event: DueTimeReached, timestampMs: number): 
     `,"generation":${generation},"lateMs":${reachedAtMs - dueAtMs}` +
     (occurrence === undefined || occurrence === null ? "" : `,"occurrence":${occurrence}`) +
     (missedOccurrences === undefined || missedOccurrences === 0 ? "" : `,"missedOccurrences":${missedOccurrences}`) +
+    (missedOccurrencesCapped === true ? `,"missedOccurrencesCapped":true` : "") +
     (attempt === undefined ? "" : `,"attempt":${attempt}`) +
     "}}"
   );

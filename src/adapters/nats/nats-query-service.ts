@@ -1,3 +1,4 @@
+import { toJsonText } from "../../app/commands/json-text.js";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../app/logger.js";
@@ -69,7 +70,7 @@ async function answer(
       request === INVALID_JSON
         ? { status: 400, body: { error: { code: "INVALID_REQUEST", message: "the body is not UTF-8 JSON" } } }
         : await queries.answer(endpoint, tenantId, request);
-    const body = encoder.encode(JSON.stringify(reply.body));
+    const body = encoder.encode(toJsonText(reply.body));
     if (reply.status === 400 || reply.status === 500 || reply.status === 503) {
       msg.respondError(reply.status, headerSafe(reply.body.error.message), body);
       countError(service, endpoint, reply.body.error.message);

@@ -41,7 +41,7 @@ export const timerSchedules = pgTable(
     /** JSON text of the `repeat` rule of a recurring timer (CONTRACT §10); null for a one-shot. */
     repeat: text("repeat"),
     /** Which occurrence `due_at` is (1, 2, …); 1 for a one-shot. */
-    occurrence: integer("occurrence").notNull().default(1),
+    occurrence: bigint("occurrence", { mode: "number" }).notNull().default(1),
     /** `maxLatenessMs` (CONTRACT §10); null: any lateness is fine. */
     maxLatenessMs: bigint("max_lateness_ms", { mode: "number" }),
     /** JSON text of `delivery` (CONTRACT §11); null: the timer is not tracked after firing. */

@@ -34,7 +34,7 @@ export const SELECT_FOR_UPDATE = `
 export const UPSERT_DECISIONS = `
   WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
-      $7::bigint[], $8::integer[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::integer[],
+      $7::bigint[], $8::integer[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[],
       $14::bigint[], $15::boolean[], $16::text[], $17::text[], $18::text[], $19::integer[], $20::bigint[],
       $21::bigint[], $22::text[], $23::text[], $24::bigint[])
       AS i(tenant_id, service_call_id, state, due_at, data, correlation_id, command_ts, generation,
@@ -148,7 +148,7 @@ export const RECORD_FIRINGS = `
     reached_at = i.reached_at, command_ts = GREATEST(t.command_ts, i.command_ts), updated_at = i.updated_at,
     attempt = COALESCE(i.attempt, t.attempt), fired_at = COALESCE(i.fired_at, t.fired_at), deadline_at = i.deadline_at,
     claimed_by = NULL, claimed_until = NULL
-  FROM unnest($2::text[], $3::text[], $4::bigint[], $5::integer[], $6::text[], $7::bigint[], $8::integer[],
+  FROM unnest($2::text[], $3::text[], $4::bigint[], $5::integer[], $6::text[], $7::bigint[], $8::bigint[],
       $9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bigint[], $14::bigint[])
     AS i(tenant_id, service_call_id, due_at, generation, state, next_due_at, occurrence, reached_at, command_ts, updated_at,
       attempt, fired_at, deadline_at), expected

@@ -5,7 +5,7 @@ import { firstOccurrenceAt, type Recurrence, type RecurrenceCalendar } from "../
 import type { Clock } from "../clock.js";
 import type { CommandRejected, RejectionCode } from "../timer-event-publisher.js";
 import type { CommandType } from "../timer-metrics.js";
-import { toJsonText } from "./json-text.js";
+import { jsonDepth, toJsonText } from "./json-text.js";
 import { DEFAULT_BACKOFF_MS, DEFAULT_COMPLETION_TIMEOUT_MS, type DeliveryPolicy } from "../../domain/delivery-rules.js";
 import { isCodePointText, isServiceCallId, isTenantId, UNKNOWN_TENANT } from "./command-text.js";
 import {
@@ -21,6 +21,8 @@ import {
 
 const MAX_COMMAND_BYTES = 64 * 1024;
 const MAX_DATA_BYTES = 16_384;
+/** Arrays and objects inside one another; deeper data breaks recursive JSON code in consumers. */
+export const MAX_DATA_DEPTH = 64;
 const DAY_MS = 86_400_000;
 
 /** A message taken from the command stream, before anything is known about it. */
@@ -63,6 +65,8 @@ export class CommandDecoder {
     private readonly options: {
       readonly subjectPrefix: string;
       readonly maxHorizonDays: number;
+      /** How far ahead of the clock an envelope's `timestampMs` may be. */
+      readonly maxClockSkewMs: number;
       readonly clock: Clock;
       /** Checks cron rules and time zones, and finds a cron rule's first occurrence. */
       readonly calendar: RecurrenceCalendar;
@@ -97,6 +101,13 @@ export class CommandDecoder {
       const parsed = commandEnvelopeSchema.safeParse(body);
       if (!parsed.success) return context.reject("INVALID_ENVELOPE", describeIssue("envelope", parsed.error));
       envelope = parsed.data;
+      // A timestamp far ahead would make every later command of the key look stale (§3.2) for good.
+      if (envelope.timestampMs > this.options.clock.now() + this.options.maxClockSkewMs) {
+        return context.reject(
+          "INVALID_ENVELOPE",
+          `envelope.timestampMs: more than ${this.options.maxClockSkewMs} ms ahead of the service's clock (TIMER_MAX_CLOCK_SKEW_MS)`,
+        );
+      }
     }
     if (subjectTenant === undefined) {
       return context.reject("INVALID_ENVELOPE", `subject "${raw.subject}" is not ${this.options.subjectPrefix}.commands.{kind}.{tenantId}`);
@@ -169,6 +180,9 @@ export class CommandDecoder {
             backoffMs: deliveryPayload.backoffMs ?? DEFAULT_BACKOFF_MS,
             completionTimeoutMs: deliveryPayload.completionTimeoutMs ?? DEFAULT_COMPLETION_TIMEOUT_MS,
           };
+    if (jsonDepth(parsed.data.data, MAX_DATA_DEPTH) > MAX_DATA_DEPTH) {
+      return context.reject("INVALID_FIELD", `payload.data: nested deeper than ${MAX_DATA_DEPTH} levels`);
+    }
     const dueAtMs = repeat?.firstDueAtMs ?? requestedDueAtMs;
     const maxLatenessMs = parsed.data.maxLatenessMs ?? null;
     const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);

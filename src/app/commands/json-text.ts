@@ -12,6 +12,24 @@ export function toJsonText(value: unknown): string {
   }
 }
 
+/**
+ * How deeply arrays and objects nest in `value` (a scalar is 0, `[]` is 1), counted without recursion
+ * and only up to `limit + 1`, so that any input costs at most its size.
+ */
+export function jsonDepth(value: unknown, limit: number): number {
+  let deepest = 0;
+  const pending: { readonly value: unknown; readonly depth: number }[] = [{ value, depth: 0 }];
+  while (pending.length > 0) {
+    const { value: item, depth } = pending.pop()!;
+    if (item === null || typeof item !== "object") continue;
+    const inner = depth + 1;
+    if (inner > deepest) deepest = inner;
+    if (deepest > limit) return deepest;
+    for (const child of Object.values(item)) pending.push({ value: child, depth: inner });
+  }
+  return deepest;
+}
+
 type Frame = { readonly close: string; readonly items: Iterator<[string | undefined, unknown]>; first: boolean };
 
 function stringifyIteratively(root: unknown): string {

@@ -89,7 +89,10 @@ export class DueTimerWorker {
 
   private async publishAndMark(due: readonly DueTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
     const { store, clock, metrics, batchSize, owner, calendar } = this.deps;
-    const fired = due.map((timer): Fired => ({ timer, firing: decideFiring(timer, nowMs, calendar, timer.prefixCancelTs) }));
+    const fired = await decideInSlices(due, (timer): Fired => ({
+      timer,
+      firing: decideFiring(timer, nowMs, calendar, timer.prefixCancelTs),
+    }));
     const toPublish = fired.filter((f) => f.firing.kind !== "cancelled");
     const { published, failed } = await this.publish(toPublish, nowMs);
     if (failed > 0) await this.releaseUnpublished(toPublish, published);
@@ -171,6 +174,7 @@ export class DueTimerWorker {
       correlationId,
       ...occurrence,
       ...(firing.missedOccurrences === 0 ? {} : { missedOccurrences: firing.missedOccurrences }),
+      ...(firing.missedOccurrencesCapped ? { missedOccurrencesCapped: true } : {}),
       ...(firing.next.tracking === undefined ? {} : { attempt: firing.next.tracking.attempt }),
     });
   }
@@ -185,6 +189,26 @@ export class DueTimerWorker {
       this.deps.logger.warn({ err: error, timers: unpublished.length }, "releasing claims after a failed publish failed");
     }
   }
+}
+
+/**
+ * Long enough to decide a batch of ordinary timers at once; a recurring timer's catch-up after long
+ * downtime can take tens of milliseconds, and a batch of those must not hold the event loop.
+ */
+const DECISION_SLICE_MS = 20;
+
+/** Maps `items`, giving the event loop a turn whenever a slice of work has taken `DECISION_SLICE_MS`. */
+async function decideInSlices<T, R>(items: readonly T[], decide: (item: T) => R): Promise<R[]> {
+  const results: R[] = [];
+  let sliceStart = performance.now();
+  for (const item of items) {
+    results.push(decide(item));
+    if (performance.now() - sliceStart >= DECISION_SLICE_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+  }
+  return results;
 }
 
 function onlyRecorded(fired: readonly Fired[], recordedKeys: readonly TimerKey[]): Fired[] {

@@ -7,6 +7,7 @@ import { rawCommand } from "../../support/fakes/command-messages.js";
 const decoder = new CommandDecoder({
   subjectPrefix: "timer",
   maxHorizonDays: 3650,
+  maxClockSkewMs: 86_400_000,
   clock: new FakeClock(T0),
   calendar: new CronerCalendar(),
 });

@@ -8,6 +8,7 @@ import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 const decoder = new CommandDecoder({
   subjectPrefix: "timer",
   maxHorizonDays: 3650,
+  maxClockSkewMs: 86_400_000,
   clock: new FakeClock(T0),
   calendar: new CronerCalendar(),
 });
@@ -97,6 +98,7 @@ describe("CommandDecoder: repeat and maxLatenessMs", () => {
     const short = new CommandDecoder({
       subjectPrefix: "timer",
       maxHorizonDays: 1,
+      maxClockSkewMs: 86_400_000,
       clock: new FakeClock(Date.parse("2026-01-05T00:00:00Z")),
       calendar: new CronerCalendar(),
     });

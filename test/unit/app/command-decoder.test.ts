@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CommandDecoder, type DecodedCommand } from "../../../src/app/commands/command-decoder.js";
+import { CommandDecoder, MAX_DATA_DEPTH, type DecodedCommand } from "../../../src/app/commands/command-decoder.js";
 import type { CommandRejected } from "../../../src/app/timer-event-publisher.js";
 import type { CancelTimerCommand, ScheduleTimerCommand } from "../../../src/domain/timer-command.js";
 import { formatInstant } from "../../../src/domain/due-time.js";
@@ -20,7 +20,13 @@ const DUE = "2026-01-01T00:00:00.000Z";
 const DUE_MS = Date.parse(DUE);
 
 const clock = new FakeClock(T0);
-const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: HORIZON_DAYS, clock, calendar: new CronerCalendar() });
+const decoder = new CommandDecoder({
+  subjectPrefix: "timer",
+  maxHorizonDays: HORIZON_DAYS,
+  maxClockSkewMs: 86_400_000,
+  clock,
+  calendar: new CronerCalendar(),
+});
 
 function decode(subject: string, body: unknown, options?: RawOptions): DecodedCommand {
   return decoder.decode(rawCommand(subject, body, options));
@@ -244,6 +250,22 @@ describe("CommandDecoder: one test per rejection code (CONTRACT §2)", () => {
     ["payload a string", { payload: "x" }],
   ])("when the envelope has %s, then INVALID_ENVELOPE", (_name, fields) => {
     expect(codeOf(decode(scheduleSubject(), envelope(fields)))).toBe("INVALID_ENVELOPE");
+  });
+
+  it("when the envelope timestampMs is more than TIMER_MAX_CLOCK_SKEW_MS ahead of the clock, then INVALID_ENVELOPE; at the bound it is accepted", () => {
+    const skewed = new CommandDecoder({
+      subjectPrefix: "timer",
+      maxHorizonDays: HORIZON_DAYS,
+      maxClockSkewMs: 60_000,
+      clock,
+      calendar: new CronerCalendar(),
+    });
+    const at = (timestampMs: number) => skewed.decode(rawCommand(scheduleSubject(), envelope({ timestampMs })));
+    expect(at(clock.now() + 60_000).ok).toBe(true);
+    const rejection = rejected(at(clock.now() + 60_001));
+    expect(rejection.code).toBe("INVALID_ENVELOPE");
+    expect(rejection.reason).toContain("TIMER_MAX_CLOCK_SKEW_MS");
+    expect(rejected(at(2 ** 53 - 1)).code).toBe("INVALID_ENVELOPE");
   });
 
   it("when the envelope timestampMs is beyond the exact integers (2^53), then INVALID_ENVELOPE", () => {
@@ -586,6 +608,7 @@ describe("CommandDecoder: boundaries", () => {
     const shortHorizon = new CommandDecoder({
       subjectPrefix: "timer",
       maxHorizonDays: 1,
+      maxClockSkewMs: 86_400_000,
       clock: movingClock,
       calendar: new CronerCalendar(),
     });
@@ -597,7 +620,13 @@ describe("CommandDecoder: boundaries", () => {
   });
 
   it("when the decoder has another subject prefix, then only that prefix is a command subject", () => {
-    const custom = new CommandDecoder({ subjectPrefix: "jobs", maxHorizonDays: HORIZON_DAYS, clock, calendar: new CronerCalendar() });
+    const custom = new CommandDecoder({
+      subjectPrefix: "jobs",
+      maxHorizonDays: HORIZON_DAYS,
+      maxClockSkewMs: 86_400_000,
+      clock,
+      calendar: new CronerCalendar(),
+    });
 
     expect(custom.decode(rawCommand("jobs.commands.schedule.acme", envelope())).ok).toBe(true);
     expect(rejected(custom.decode(rawCommand("timer.commands.schedule.acme", envelope()))).code).toBe("UNKNOWN_TYPE");
@@ -618,14 +647,24 @@ describe("CommandDecoder: deep data and a known limitation", () => {
   const nested = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`;
   const withData = (dataText: string) => `{"tenantId":"acme","serviceCallId":"x","dueAt":"${DUE}","data":${dataText}}`;
 
-  // V8's JSON.stringify is recursive and throws RangeError from ~5,000 levels; json-text.ts falls back
-  // to an iterative serializer, since such data is valid JSON within 16384 bytes.
-  it("when data is nested 8,000 levels deep (16,000 bytes), then the command is accepted (decode does not throw)", () => {
-    expect(decode(scheduleSubject(), withData(nested(8_000))).ok).toBe(true);
+  it(`when data nests arrays and objects ${MAX_DATA_DEPTH} levels deep, then it is accepted`, () => {
+    const objects = `${'{"a":'.repeat(MAX_DATA_DEPTH - 1)}[1]${"}".repeat(MAX_DATA_DEPTH - 1)}`;
+    expect(accepted(decode(scheduleSubject(), withData(objects)), "schedule").data).toBe(objects);
+    expect(decode(scheduleSubject(), withData(nested(MAX_DATA_DEPTH))).ok).toBe(true);
   });
 
-  it("when data is nested 10,000 levels deep (20,000 bytes), then TOO_LARGE (decode does not throw)", () => {
-    expect(codeOf(decode(scheduleSubject(), withData(nested(10_000))))).toBe("TOO_LARGE");
+  it(`when data nests ${MAX_DATA_DEPTH + 1} levels deep, then INVALID_FIELD naming the limit`, () => {
+    const rejection = rejected(decode(scheduleSubject(), withData(`[${'{"a":'.repeat(MAX_DATA_DEPTH)}1${"}".repeat(MAX_DATA_DEPTH)}]`)));
+    expect(rejection.code).toBe("INVALID_FIELD");
+    expect(rejection.reason).toContain(`deeper than ${MAX_DATA_DEPTH}`);
+  });
+
+  it("when data is nested 8,000 levels deep (16,000 bytes), then INVALID_FIELD (decode does not throw)", () => {
+    expect(codeOf(decode(scheduleSubject(), withData(nested(8_000))))).toBe("INVALID_FIELD");
+  });
+
+  it("when data is nested 10,000 levels deep (20,000 bytes), then INVALID_FIELD: a malformed field comes before a size (decode does not throw)", () => {
+    expect(codeOf(decode(scheduleSubject(), withData(nested(10_000))))).toBe("INVALID_FIELD");
   });
 
   // LIMITATION: data is re-serialized from the parsed value. For

@@ -35,7 +35,7 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
     publisher = new RecordingEventPublisher();
     metrics = new RecordingMetrics();
     const calendar = new CronerCalendar();
-    const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock, calendar });
+    const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, maxClockSkewMs: 86_400_000, clock, calendar });
     processor = new TimerCommandProcessor({ decoder, store, publisher, clock, metrics, logger: silentLogger, onScheduled: () => {} });
     worker = new DueTimerWorker({
       store,

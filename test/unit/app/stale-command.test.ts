@@ -28,7 +28,13 @@ describe("the stale-command rule (CONTRACT §7)", () => {
     const store = new CountingStore(memory);
     const metrics = new RecordingMetrics();
     const processor = new TimerCommandProcessor({
-      decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock, calendar: new CronerCalendar() }),
+      decoder: new CommandDecoder({
+        subjectPrefix: "timer",
+        maxHorizonDays: 3650,
+        maxClockSkewMs: 86_400_000,
+        clock,
+        calendar: new CronerCalendar(),
+      }),
       store,
       publisher: new RecordingEventPublisher(),
       clock,

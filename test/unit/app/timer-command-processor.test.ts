@@ -42,7 +42,13 @@ describe("TimerCommandProcessor", () => {
 
   function processor(over: Partial<{ store: TimerStore }> = {}): TimerCommandProcessor {
     return new TimerCommandProcessor({
-      decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock, calendar: new CronerCalendar() }),
+      decoder: new CommandDecoder({
+        subjectPrefix: "timer",
+        maxHorizonDays: 3650,
+        maxClockSkewMs: 86_400_000,
+        clock,
+        calendar: new CronerCalendar(),
+      }),
       store: over.store ?? store,
       publisher,
       clock,
@@ -281,7 +287,13 @@ describe("TimerCommandProcessor", () => {
 
   describe("decoder faults", () => {
     it("when the decoder throws on a message, then that message is termed with one CommandRejected, an error is logged, and the rest of the batch is applied", async () => {
-      const real = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock, calendar: new CronerCalendar() });
+      const real = new CommandDecoder({
+        subjectPrefix: "timer",
+        maxHorizonDays: 3650,
+        maxClockSkewMs: 86_400_000,
+        clock,
+        calendar: new CronerCalendar(),
+      });
       const decoder = {
         decode: (raw: DeliveredCommand) => {
           if (raw.sourceId === "S:poison") throw new RangeError("Maximum call stack size exceeded");
