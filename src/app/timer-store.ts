@@ -49,19 +49,21 @@ export interface PrefixCancelSweep extends PrefixCancel {
   readonly progressKey: string;
 }
 
-/** Position after the last timer of a page of due timers (keyset pagination, oldest due first). */
-export interface DueCursor {
+/** Position after the last timer a chain of polls took of one tenant (keyset, oldest due first). */
+export interface TenantDuePosition {
   readonly dueAtMs: number;
-  readonly tenantId: string;
   readonly serviceCallId: string;
 }
+
+/** Per tenant, the position after the last due timer already taken by a chain of polls. */
+export type DueCursor = ReadonlyMap<string, TenantDuePosition>;
 
 /** A request to claim due timers for publishing. */
 export interface DueClaim {
   /** Due means `dueAtMs <= nowMs`. */
   readonly nowMs: number;
   readonly limit: number;
-  /** Only timers strictly after this position (the previous page's last timer). */
+  /** Of each tenant named, only timers strictly after its position (taken by earlier polls of a chain). */
   readonly after?: DueCursor;
   /** The instance claiming. */
   readonly owner: string;
@@ -111,8 +113,10 @@ export interface TimerStore {
 
   /**
    * Claims up to `limit` `Scheduled` timers with `dueAtMs <= nowMs` on which no other owner holds a
-   * live claim, ordered by (dueAtMs, tenantId, serviceCallId), and returns them. A store that only
-   * one instance can use may skip recording the claim.
+   * live claim, fairly across tenants (CONTRACT §12, fair-due-selection.ts): of the tenants with due
+   * timers, up to `limit` taken by their earliest due time, each tenant's due timers oldest first,
+   * dealt round-robin (every tenant's first, then every tenant's second, …). Returns them in that
+   * order. A store that only one instance can use may skip recording the claim.
    */
   claimDue(claim: DueClaim): Promise<DueTimer[]>;
 

@@ -5,7 +5,8 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
 import { openPostgresTimerStore, type PostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
-import type { DecideCommand, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
+import type { DecideCommand, DueCursor, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
+import { advanceDueCursor } from "../../src/app/firing/fair-due-selection.js";
 import type { Timer, TimerKey } from "../../src/domain/timer.js";
 import type { KeyCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
@@ -94,10 +95,11 @@ function outcome(timer: Timer | undefined): object | undefined {
 
 async function claimAll(store: TimerStore, owner: string, nowMs: number): Promise<DueTimer[]> {
   const claimed: DueTimer[] = [];
+  let after: DueCursor | undefined;
   for (;;) {
-    const after = claimed.at(-1);
     const page = await store.claimDue({ nowMs, limit: 7, owner, leaseUntilMs: nowMs + TTL_MS, ...(after === undefined ? {} : { after }) });
     claimed.push(...page);
+    after = advanceDueCursor(after, page);
     if (page.length < 7) return claimed;
   }
 }

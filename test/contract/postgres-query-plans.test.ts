@@ -88,15 +88,19 @@ afterAll(async () => {
 });
 
 describe("Postgres plans with statistics older than a bulk insert", () => {
-  it("when every timer is due, then a claim walks the due index in order instead of sorting the due range", async () => {
-    const claim = [`owner-a`, NOW + 30_000, NOW, BATCH];
+  it("when every timer is due, then a claim walks each candidate tenant's due range in order instead of sorting it", async () => {
+    const claim = [`owner-a`, NOW + 30_000, NOW, BATCH, ["acme"]];
 
-    const first = await plans(q.CLAIM_DUE, claim);
-    const after = await plans(q.CLAIM_DUE_AFTER, [...claim, NOW, "acme", "call-010000"]);
+    const first = await plans(q.CLAIM_DUE_FAIR, [...claim, [], [], [], BATCH]);
+    const after = await plans(q.CLAIM_DUE_FAIR, [...claim, ["acme"], [NOW], ["call-010000"], BATCH]);
 
     for (const claimPlan of [...first, ...after]) {
-      expect(scansOfTimers(claimPlan)).toContain("Index Scan timer_schedules_due_idx");
-      expect(scansOfTimers(claimPlan).filter((scan) => !scan.startsWith("Index Scan"))).toEqual([]);
+      expect(scansOfTimers(claimPlan)).toContain("Index Scan timer_schedules_tenant_state_due_idx");
+      expect(scansOfTimers(claimPlan).filter((scan) => !scan.startsWith("Index Scan") && !scan.startsWith("Index Only Scan"))).toEqual([]);
+      expect(scansOfTimers(claimPlan)).not.toContain("Index Scan timer_schedules_due_idx");
+    }
+    for (const raisePlan of await plans(q.RAISE_DUE_TENANTS, [["acme"]])) {
+      expect(scansOfTimers(raisePlan).every((scan) => scan.includes("timer_schedules_tenant_state_due_idx"))).toBe(true);
     }
   });
 

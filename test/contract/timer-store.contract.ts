@@ -4,6 +4,7 @@ import type { TimerAfterFiring } from "../../src/domain/firing-rules.js";
 import type { TimerKey } from "../../src/domain/timer.js";
 import type { CancelTimerCommand, ScheduleTimerCommand, TimerCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
+import { advanceDueCursor } from "../../src/app/firing/fair-due-selection.js";
 
 /** A store under test; `reopen` (durable stores only) opens the same storage again. */
 export interface TimerStoreHarness {
@@ -266,7 +267,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
     });
 
     describe("claimDue", () => {
-      it("when timers are due, then they come ordered by dueAt, then tenant, then serviceCallId", async () => {
+      it("when timers are due, then each tenant's come oldest first (dueAt, then serviceCallId), tenants dealt round-robin by their earliest due time", async () => {
         await apply(
           schedule("x", NOW - 10, { tenantId: "t-b" }),
           schedule("y", NOW - 10, { tenantId: "t-a" }),
@@ -280,8 +281,8 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect(due.map((t) => `${t.dueAtMs - NOW}/${t.tenantId}/${t.serviceCallId}`)).toEqual([
           "-20/t-b/z",
           "-10/t-a/x",
-          "-10/t-a/y",
           "-10/t-b/x",
+          "-10/t-a/y",
           "-5/t-a/w",
         ]);
       });
@@ -303,23 +304,71 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect(due.map((t) => t.serviceCallId)).toEqual(["call-1", "call-2", "call-3"]);
       });
 
-      it("when paging with the cursor of the last timer, then every due timer comes once, in order", async () => {
+      it("when paging with the chain's cursor, then every due timer comes once, each tenant's oldest first", async () => {
         const commands = Array.from({ length: 23 }, (_, i) =>
           schedule(`call-${i}`, NOW - 30 + (i % 3) * 10, { tenantId: i % 2 === 0 ? "t-a" : "t-b" }),
         );
         await apply(...commands);
 
         const seen: DueTimer[] = [];
+        let cursor: DueCursor | undefined;
         for (;;) {
-          const last = seen.at(-1);
-          const page = await claim(NOW, 4, last);
+          const page = await claim(NOW, 4, cursor);
           seen.push(...page);
+          cursor = advanceDueCursor(cursor, page);
           if (page.length < 4) break;
         }
 
         const ids = seen.map((t) => `${t.tenantId}/${t.serviceCallId}`);
+        expect(ids).toHaveLength(23);
         expect(new Set(ids).size).toBe(23);
-        expect(seen).toEqual(await claim(NOW, 100));
+        for (const tenantId of ["t-a", "t-b"]) {
+          const dues = seen.filter((t) => t.tenantId === tenantId).map((t) => t.dueAtMs);
+          expect(dues).toEqual([...dues].sort((a, b) => a - b));
+        }
+      });
+
+      it("when one tenant has a backlog due and another tenant's timer comes due later, then one claim takes both tenants' timers", async () => {
+        await apply(...Array.from({ length: 50 }, (_, i) => schedule(`a-${String(i).padStart(2, "0")}`, NOW - 1_000, { tenantId: "t-a" })));
+        await apply(schedule("b-late", NOW - 10, { tenantId: "t-b" }), schedule("b-later", NOW - 5, { tenantId: "t-b" }));
+
+        const due = await claim(NOW, 10);
+
+        expect(due).toHaveLength(10);
+        expect(due.filter((t) => t.tenantId === "t-b").map((t) => t.serviceCallId)).toEqual(["b-late", "b-later"]);
+        expect(due.filter((t) => t.tenantId === "t-a").map((t) => t.serviceCallId)).toEqual(
+          Array.from({ length: 8 }, (_, i) => `a-${String(i).padStart(2, "0")}`),
+        );
+        // Round-robin: every tenant's first timer comes before any tenant's second.
+        expect(
+          due
+            .slice(0, 2)
+            .map((t) => t.tenantId)
+            .sort(),
+        ).toEqual(["t-a", "t-b"]);
+      });
+
+      it("when many tenants have timers due, then a claim takes one of each before a second of any", async () => {
+        await apply(
+          ...Array.from({ length: 30 }, (_, i) =>
+            schedule(`c-${i % 3}`, NOW - 100 + i, { tenantId: `tenant-${String(Math.floor(i / 3)).padStart(2, "0")}` }),
+          ),
+        );
+
+        const due = await claim(NOW, 10);
+
+        expect(new Set(due.map((t) => t.tenantId)).size).toBe(10);
+        const rest = await claim(NOW, 100);
+        expect(rest.length + due.length).toBeGreaterThanOrEqual(30);
+      });
+
+      it("when a tenant's due timers were all fired or cancelled, then it takes no place from a tenant with due timers", async () => {
+        await apply(...Array.from({ length: 5 }, (_, i) => schedule(`gone-${i}`, NOW - 500, { tenantId: `idle-${i}` })));
+        await fireDue(NOW);
+        await apply(...Array.from({ length: 5 }, (_, i) => cancel(`never-${i}`, { tenantId: `idle-${i}` })));
+        await apply(schedule("wanted", NOW - 1, { tenantId: "busy" }));
+
+        expect((await claim(NOW, 1)).map((t) => t.serviceCallId)).toEqual(["wanted"]);
       });
 
       it("when a timer is Reached, Cancelled or not yet due, then it is left out; one due now is in", async () => {

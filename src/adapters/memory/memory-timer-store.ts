@@ -3,17 +3,17 @@ import type {
   DeadlineRecord,
   DecideCommand,
   DueClaim,
-  DueCursor,
   DueTimer,
   Firing,
   PrefixCancelSweep,
   TimerStore,
 } from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
-import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
+import { isScheduled, timerKeyString, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
+import { dealRoundRobin, perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 
 /** A recorded prefix cancel; `progressKey` null once its sweep has finished. */
 interface PrefixCancelRecord extends PrefixCancel {
@@ -43,8 +43,8 @@ function codePointRank(codeUnit: number): number {
   return codeUnit;
 }
 
-function compareDue(a: DueCursor, b: DueCursor): number {
-  return a.dueAtMs - b.dueAtMs || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId);
+function compareTenantDue(a: { dueAtMs: number; serviceCallId: string }, b: { dueAtMs: number; serviceCallId: string }): number {
+  return a.dueAtMs - b.dueAtMs || compareUtf8(a.serviceCallId, b.serviceCallId);
 }
 
 /**
@@ -89,14 +89,27 @@ export class MemoryTimerStore implements TimerStore {
   }
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
-    const { nowMs, after } = claim;
-    const due = this.#claim(
-      [...this.#open().values()]
-        .filter(isScheduled)
-        .filter((timer) => timer.dueAtMs <= nowMs && (after === undefined || compareDue(timer, after) > 0)),
-      compareDue,
-      claim,
-    );
+    const { nowMs, limit, after, owner } = claim;
+    const byTenant = new Map<string, ScheduledTimer[]>();
+    for (const timer of this.#open().values()) {
+      if (!isScheduled(timer) || timer.dueAtMs > nowMs || this.#heldByOther(timerKeyString(timer), owner, nowMs)) continue;
+      const position = after?.get(timer.tenantId);
+      if (position !== undefined && compareTenantDue(timer, position) <= 0) continue;
+      const list = byTenant.get(timer.tenantId);
+      if (list === undefined) byTenant.set(timer.tenantId, [timer]);
+      else list.push(timer);
+    }
+    // The same rule as the SQL stores, which see a tenant's earliest due time in their index of
+    // tenants with due timers (their own chain's timers included).
+    const earliest = (tenantId: string, list: readonly ScheduledTimer[]): number =>
+      Math.min(after?.get(tenantId)?.dueAtMs ?? Number.POSITIVE_INFINITY, ...list.map((t) => t.dueAtMs));
+    const candidates = [...byTenant.entries()]
+      .map(([tenantId, list]) => ({ tenantId, list, earliestMs: earliest(tenantId, list) }))
+      .sort((a, b) => a.earliestMs - b.earliestMs || compareUtf8(a.tenantId, b.tenantId))
+      .slice(0, limit);
+    const readLimit = perTenantReadLimit(limit, candidates.length);
+    const lists = candidates.map(({ list }) => list.sort(compareTenantDue).slice(0, readLimit));
+    const due = this.#claim(dealRoundRobin(lists, limit), () => 0, claim);
     return due.map((t) => ({
       tenantId: t.tenantId,
       serviceCallId: t.serviceCallId,

@@ -4,6 +4,7 @@ import type {
   DeadlineRecord,
   DecideCommand,
   DueClaim,
+  DueCursor,
   DueTimer,
   Firing,
   PrefixCancelSweep,
@@ -13,9 +14,10 @@ import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { deliveryOf, deliveryText, withTracking } from "../delivery-columns.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
-import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
+import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { CancelTimerCommand, CancelTimersByPrefixCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
+import { perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { createPostgresPool } from "./postgres-pool.js";
 import * as q from "./timer-schedules.sql.js";
@@ -172,7 +174,10 @@ export class PostgresTimerStore implements TimerStore {
       }
       return decision;
     });
-    if (changed.size > 0) await this.#upsert(client, [...changed.values()].sort(compareKeys), existed);
+    if (changed.size > 0) {
+      await this.#upsert(client, [...changed.values()].sort(compareKeys), existed);
+      await this.#lowerDueTenants(client, changed.values());
+    }
     if (recordedPrefixes.size > 0) {
       const recorded = [...recordedPrefixes.values()];
       await client.query({
@@ -188,6 +193,23 @@ export class PostgresTimerStore implements TimerStore {
       });
     }
     return decisions;
+  }
+
+  /** Keeps timer_due_tenants a lower bound of each tenant's earliest Scheduled due time (fair firing). */
+  async #lowerDueTenants(client: pg.PoolClient, timers: Iterable<Timer>): Promise<void> {
+    const earliest = new Map<string, number>();
+    for (const timer of timers) {
+      if (!isScheduled(timer)) continue;
+      const seen = earliest.get(timer.tenantId);
+      if (seen === undefined || timer.dueAtMs < seen) earliest.set(timer.tenantId, timer.dueAtMs);
+    }
+    if (earliest.size === 0) return;
+    const tenants = [...earliest.keys()].sort(compareCodePoints);
+    await client.query({
+      name: "timer-lower-due-tenants",
+      text: q.LOWER_DUE_TENANTS,
+      values: [tenants, tenants.map((tenantId) => earliest.get(tenantId)!)],
+    });
   }
 
   async #upsert(client: pg.PoolClient, timers: readonly Timer[], existed: ReadonlySet<string>): Promise<void> {
@@ -227,22 +249,60 @@ export class PostgresTimerStore implements TimerStore {
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
     const { nowMs, limit, after, owner, leaseUntilMs } = claim;
-    const values: unknown[] = [owner, leaseUntilMs, nowMs, limit];
-    const query =
-      after === undefined
-        ? { name: "timer-claim-due", text: q.CLAIM_DUE, values }
-        : {
-            name: "timer-claim-due-after",
-            text: q.CLAIM_DUE_AFTER,
-            values: [...values, after.dueAtMs, after.tenantId, after.serviceCallId],
-          };
-    const { rows } = await this.#write(() => withRetry(() => this.#pool.query<Row<DueTimer>>(query)));
+    const { rows: candidates } = await this.#pool.query<{ tenantId: string }>({
+      name: "timer-select-due-tenants",
+      text: q.SELECT_DUE_TENANTS,
+      values: [nowMs, limit],
+    });
     this.#latestClaimMs = Math.max(this.#latestClaimMs ?? nowMs, nowMs);
-    return rows.map((row) => fromRow<DueTimer>(row));
+    if (candidates.length === 0) return [];
+    const tenants = candidates.map((c) => c.tenantId);
+    const positions = [...(after ?? new Map())];
+    const { rows } = await this.#write(() =>
+      withRetry(() =>
+        this.#pool.query<Row<DueTimer>>({
+          name: "timer-claim-due-fair",
+          text: q.CLAIM_DUE_FAIR,
+          values: [
+            owner,
+            leaseUntilMs,
+            nowMs,
+            limit,
+            tenants,
+            positions.map(([tenantId]) => tenantId),
+            positions.map(([, p]) => p.dueAtMs),
+            positions.map(([, p]) => p.serviceCallId),
+            perTenantReadLimit(limit, tenants.length),
+          ],
+        }),
+      ),
+    );
+    const timers = rows.map((row) => fromRow<DueTimer>(row));
+    await this.#raiseIdleTenants(tenants, after, timers);
+    return timers;
+  }
+
+  /**
+   * Candidates that had nothing due (and no timers taken by the chain) get their true earliest due
+   * time, so that they stop taking candidate places. Best effort: a stale lower bound costs a
+   * wasted look-up per poll, never a timer.
+   */
+  async #raiseIdleTenants(tenants: readonly string[], after: DueCursor | undefined, timers: readonly DueTimer[]): Promise<void> {
+    const served = new Set(timers.map((t) => t.tenantId));
+    await this.#raiseDueTenants(tenants.filter((tenantId) => !served.has(tenantId) && after?.has(tenantId) !== true));
+  }
+
+  async #raiseDueTenants(tenants: readonly string[]): Promise<void> {
+    if (tenants.length === 0) return;
+    try {
+      await this.#pool.query({ name: "timer-raise-due-tenants", text: q.RAISE_DUE_TENANTS, values: [tenants] });
+    } catch {
+      // Left for a later poll: a stale lower bound costs a look-up, never a timer.
+    }
   }
 
   async recordFirings(firings: readonly Firing[], owner: string): Promise<TimerKey[]> {
-    return this.#recordFirings(
+    const recorded = await this.#recordFirings(
       firings.map(({ tenantId, serviceCallId, dueAtMs, generation, next }) => ({
         tenantId,
         serviceCallId,
@@ -260,6 +320,9 @@ export class PostgresTimerStore implements TimerStore {
       })),
       owner,
     );
+    // The tenants fired from have a later earliest due time now (or none).
+    await this.#raiseDueTenants([...new Set(recorded.map((key) => key.tenantId))]);
+    return recorded;
   }
 
   async claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]> {

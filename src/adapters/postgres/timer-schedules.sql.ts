@@ -98,31 +98,93 @@ function claimRows(where: string, orderBy: string, returning: string): string {
   )`;
 }
 
-function claimDue(afterCursor: string): string {
-  return `${claimRows(
-    `state = 'Scheduled' AND due_at <= $3 ${afterCursor}`,
-    "due_at, tenant_id, service_call_id",
-    `t.tenant_id, t.service_call_id, t.due_at, t.generation, t.data, t.correlation_id, t.occurrence,
-      t.repeat, t.max_lateness_ms, t.command_ts, t.reached_at, t.delivery`,
-  )}
+/** `earliest_due_at` of a tenant without Scheduled timers (bigint's largest value). */
+const NO_DUE = "9223372036854775807";
+
+/**
+ * The candidates of a fair claim (fair-due-selection.ts): up to $2 tenants whose earliest due time
+ * is at or before $1, earliest first.
+ */
+export const SELECT_DUE_TENANTS = `
+  SELECT tenant_id AS "tenantId" FROM timer_due_tenants WHERE earliest_due_at <= $1
+  ORDER BY earliest_due_at, tenant_id LIMIT $2`;
+
+/**
+ * Lowers the earliest due time of the tenants $1 (sorted, so that concurrent batches lock these
+ * rows in one order) to $2 where that is earlier, and always bumps their version: a poll raising
+ * the same row meanwhile then finds its version changed and leaves it.
+ */
+export const LOWER_DUE_TENANTS = `
+  INSERT INTO timer_due_tenants (tenant_id, earliest_due_at)
+  SELECT tenant_id, due_at FROM unnest($1::text[], $2::bigint[]) AS i(tenant_id, due_at)
+  ON CONFLICT (tenant_id) DO UPDATE SET
+    earliest_due_at = LEAST(timer_due_tenants.earliest_due_at, excluded.earliest_due_at),
+    version = timer_due_tenants.version + 1`;
+
+/**
+ * Raises the earliest due time of the tenants $1 (candidates that had nothing due) to the earliest
+ * due time of their Scheduled timers as this statement sees them — only where the row's version is
+ * still the one read with them: a command batch that committed or locked the row meanwhile may have
+ * scheduled a timer this statement does not see, and its lower bound stands. The state comes from
+ * `c`, as in CLAIM_DUE_FAIR, so that the tenant index finds the minimum.
+ */
+export const RAISE_DUE_TENANTS = `
+  WITH c AS MATERIALIZED (
+    SELECT tenant_id, version, 'Scheduled'::text AS state FROM timer_due_tenants WHERE tenant_id = ANY($1::text[])
+  ), s AS MATERIALIZED (
+    SELECT c.tenant_id, c.version, coalesce(
+      (SELECT min(t.due_at) FROM timer_schedules t WHERE t.tenant_id = c.tenant_id AND t.state = c.state),
+      ${NO_DUE}) AS earliest
+    FROM c
+  )
+  UPDATE timer_due_tenants d SET earliest_due_at = s.earliest
+  FROM s
+  WHERE d.tenant_id = s.tenant_id AND d.version = s.version AND d.earliest_due_at < s.earliest`;
+
+/**
+ * Claims due timers fairly (fair-due-selection.ts): $1 owner, $2 lease until, $3 now, $4 limit,
+ * $5 the candidate tenants in order, $6–$8 the chain's cursor (tenants, due times, serviceCallIds),
+ * $9 how many timers to read per candidate. Each candidate's due timers oldest first, after its
+ * cursor, dealt round-robin (rank, then candidate position), then locked: rows another transaction
+ * holds locked are skipped, not waited for, and a row changed meanwhile is checked again on its
+ * newest version. Every CTE is evaluated once (MATERIALIZED), so no rescan can lock more rows.
+ * The state comes from `cand`, not as a literal: the partial due index (ordered by due time across
+ * tenants) then cannot serve a tenant's range, which it would do by walking every other tenant's
+ * earlier due timers; the tenant index finds it directly.
+ */
+export const CLAIM_DUE_FAIR = `
+  WITH cand AS MATERIALIZED (
+    SELECT c.tenant_id, c.pos, k.due_at AS after_due_at, k.service_call_id AS after_call_id, 'Scheduled'::text AS state
+    FROM unnest($5::text[]) WITH ORDINALITY AS c(tenant_id, pos)
+    LEFT JOIN unnest($6::text[], $7::bigint[], $8::text[]) AS k(tenant_id, due_at, service_call_id) ON k.tenant_id = c.tenant_id
+  ), ranked AS MATERIALIZED (
+    SELECT p.tenant_id, p.service_call_id, cand.pos, cand.state,
+      row_number() OVER (PARTITION BY cand.pos ORDER BY p.due_at, p.service_call_id) AS rn
+    FROM cand CROSS JOIN LATERAL (
+      SELECT t.tenant_id, t.service_call_id, t.due_at FROM timer_schedules t
+      WHERE t.tenant_id = cand.tenant_id AND t.state = cand.state AND t.due_at <= $3 AND ${UNCLAIMED}
+        AND (cand.after_due_at IS NULL OR (t.due_at, t.service_call_id) > (cand.after_due_at, cand.after_call_id))
+      ORDER BY t.due_at, t.service_call_id
+      LIMIT $9
+    ) p
+  ), picked AS MATERIALIZED (
+    SELECT t.tenant_id, t.service_call_id, r.pos, r.rn
+    FROM timer_schedules t
+    JOIN (SELECT * FROM ranked ORDER BY rn, pos LIMIT $4) r ON t.tenant_id = r.tenant_id AND t.service_call_id = r.service_call_id
+    WHERE t.state = r.state AND t.due_at <= $3 AND ${UNCLAIMED}
+    FOR UPDATE OF t SKIP LOCKED
+  ), claimed AS (
+    UPDATE timer_schedules t SET claimed_by = $1, claimed_until = $2
+    FROM picked p
+    WHERE t.tenant_id = p.tenant_id AND t.service_call_id = p.service_call_id
+    RETURNING t.tenant_id, t.service_call_id, t.due_at, t.generation, t.data, t.correlation_id, t.occurrence,
+      t.repeat, t.max_lateness_ms, t.command_ts, t.reached_at, t.delivery, p.pos, p.rn
+  )
   SELECT tenant_id AS "tenantId", service_call_id AS "serviceCallId", due_at AS "dueAtMs", generation, data,
     correlation_id AS "correlationId", occurrence, repeat, max_lateness_ms AS "maxLatenessMs",
     command_ts AS "commandTs", reached_at AS "reachedAtMs", delivery, ${PREFIX_CANCEL_TS} AS "prefixCancelTs"
   FROM claimed c
-  ORDER BY due_at, tenant_id, service_call_id`;
-}
-
-/**
- * Claims due timers: $1 owner, $2 lease until, $3 now, $4 limit. Rows another transaction holds
- * locked (a batch changing them, another instance claiming them) are skipped, not waited for; a
- * row changed meanwhile is checked again on its newest version. `picked` is evaluated exactly once
- * (MATERIALIZED), so no rescan can lock more than `limit` rows. RETURNING has no order, hence the
- * outer ORDER BY.
- */
-export const CLAIM_DUE = claimDue("");
-
-/** As CLAIM_DUE, only after the keyset cursor ($5 dueAt, $6 tenant, $7 serviceCallId). */
-export const CLAIM_DUE_AFTER = claimDue("AND (due_at, tenant_id, service_call_id) > ($5::bigint, $6::text, $7::text)");
+  ORDER BY rn, pos`;
 
 /**
  * The state a batch update expects its rows in, as a value the planner cannot see through. Written

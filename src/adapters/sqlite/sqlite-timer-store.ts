@@ -9,7 +9,7 @@ import type {
   DeadlineRecord,
   DecideCommand,
   DueClaim,
-  DueCursor,
+  TenantDuePosition,
   DueTimer,
   Firing,
   PrefixCancelSweep,
@@ -23,6 +23,7 @@ import type { CommandDecision } from "../../domain/timer-rules.js";
 import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
+import { dealRoundRobin, perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 
 export interface SqliteTimerStoreOptions {
   /** The database file; its folder is created when missing. */
@@ -150,7 +151,7 @@ const UPSERT_VALUES = UPSERT_COLUMNS.split(",")
 
 // Queries of Scheduled timers spell `state = 'Scheduled'` literally, so the planner matches the
 // partial index timer_schedules_due_idx once at prepare time instead of re-planning per binding.
-const DUE_ORDER = "ORDER BY due_at, tenant_id, service_call_id LIMIT @limit";
+const TENANT_DUE_ORDER = "ORDER BY due_at, service_call_id LIMIT @limit";
 
 type PrefixCancelKey = Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">;
 
@@ -167,8 +168,10 @@ export class SqliteTimerStore implements TimerStore {
   readonly #selectByKey: Database.Statement<[tenantId: string, serviceCallId: string], TimerRow>;
   readonly #upsert: Database.Statement<[unknown[]]>;
   readonly #insertNew: Database.Statement<[unknown[]]>;
-  readonly #selectDue: Database.Statement<[{ nowMs: number; limit: number }], DueTimerRow>;
-  readonly #selectDueAfter: Database.Statement<[DueCursor & { nowMs: number; limit: number }], DueTimerRow>;
+  readonly #selectDueTenants: Database.Statement<[{ nowMs: number; limit: number }], { tenantId: string }>;
+  readonly #selectTenantDue: Database.Statement<[{ tenantId: string; nowMs: number; limit: number }], DueTimerRow>;
+  readonly #selectTenantDueAfter: Database.Statement<[TenantDuePosition & { tenantId: string; nowMs: number; limit: number }], DueTimerRow>;
+  readonly #raiseDueTenant: (tenantIds: readonly string[]) => void;
   readonly #recordFiring: Database.Statement<unknown[]>;
   readonly #selectDeadlines: Database.Statement<[{ nowMs: number; limit: number }], DeadlineTimerRow>;
   readonly #recordDeadline: Database.Statement<[Record<string, unknown>]>;
@@ -208,14 +211,31 @@ export class SqliteTimerStore implements TimerStore {
         created_via = excluded.created_via, attempt = excluded.attempt, fired_at = excluded.fired_at,
         completed_at = excluded.completed_at, result = excluded.result, last_reason = excluded.last_reason,
         deadline_at = excluded.deadline_at`);
-    this.#selectDue = db.prepare(
-      `SELECT ${DUE_TIMER_COLUMNS} FROM timer_schedules WHERE state = 'Scheduled' AND due_at <= @nowMs ${DUE_ORDER}`,
-    );
-    this.#selectDueAfter = db.prepare(`
+    this.#selectDueTenants = db.prepare(`
+      SELECT tenant_id AS tenantId FROM timer_due_tenants WHERE earliest_due_at <= @nowMs
+      ORDER BY earliest_due_at, tenant_id LIMIT @limit`);
+    this.#selectTenantDue = db.prepare(`
       SELECT ${DUE_TIMER_COLUMNS} FROM timer_schedules
-      WHERE state = 'Scheduled' AND due_at <= @nowMs
-        AND (due_at, tenant_id, service_call_id) > (@dueAtMs, @tenantId, @serviceCallId)
-      ${DUE_ORDER}`);
+      WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at <= @nowMs ${TENANT_DUE_ORDER}`);
+    this.#selectTenantDueAfter = db.prepare(`
+      SELECT ${DUE_TIMER_COLUMNS} FROM timer_schedules
+      WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at <= @nowMs
+        AND (due_at, service_call_id) > (@dueAtMs, @serviceCallId)
+      ${TENANT_DUE_ORDER}`);
+    const earliestDue = db.prepare<[string], { dueAtMs: number | null }>(
+      "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE tenant_id = ? AND state = 'Scheduled'",
+    );
+    const setEarliest = db.prepare("UPDATE timer_due_tenants SET earliest_due_at = ? WHERE tenant_id = ?");
+    const deleteDueTenant = db.prepare("DELETE FROM timer_due_tenants WHERE tenant_id = ?");
+    // One writer per file: nothing can schedule a timer between the read and the write.
+    const raiseEarliest = (tenantIds: Iterable<string>): void => {
+      for (const tenantId of tenantIds) {
+        const { dueAtMs } = earliestDue.get(tenantId) ?? { dueAtMs: null };
+        if (dueAtMs === null) deleteDueTenant.run(tenantId);
+        else setEarliest.run(dueAtMs, tenantId);
+      }
+    };
+    this.#raiseDueTenant = db.transaction(raiseEarliest).immediate;
     // Positional, like the upsert: named binding costs more than the statement on this hot path.
     this.#recordFiring = db.prepare(`
       UPDATE timer_schedules SET state = ?, due_at = ?, occurrence = ?, reached_at = ?,
@@ -319,6 +339,8 @@ export class SqliteTimerStore implements TimerStore {
         ).changes;
         if (changes === 1) recorded.push({ tenantId, serviceCallId });
       }
+      // The tenants fired from have a later earliest due time now (or none).
+      raiseEarliest(new Set(recorded.map((key) => key.tenantId)));
       return recorded;
     }).immediate;
     this.#sweepStep = db.transaction((prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => {
@@ -384,10 +406,27 @@ export class SqliteTimerStore implements TimerStore {
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
     const { nowMs, limit, after } = claim;
-    const rows =
-      after === undefined
-        ? this.#selectDue.all({ nowMs, limit })
-        : this.#selectDueAfter.all({ nowMs, limit, dueAtMs: after.dueAtMs, tenantId: after.tenantId, serviceCallId: after.serviceCallId });
+    const tenants = this.#selectDueTenants.all({ nowMs, limit });
+    const readLimit = perTenantReadLimit(limit, tenants.length);
+    const idle: string[] = [];
+    const lists = tenants.map(({ tenantId }) => {
+      const position = after?.get(tenantId);
+      const list =
+        position === undefined
+          ? this.#selectTenantDue.all({ tenantId, nowMs, limit: readLimit })
+          : this.#selectTenantDueAfter.all({ tenantId, nowMs, limit: readLimit, ...position });
+      if (list.length === 0 && position === undefined) idle.push(tenantId);
+      return list;
+    });
+    // A candidate with nothing due takes no place in later polls; best effort, like any stale bound.
+    if (idle.length > 0) {
+      try {
+        this.#write(() => this.#raiseDueTenant(idle));
+      } catch {
+        // Left for a later poll.
+      }
+    }
+    const rows = dealRoundRobin(lists, limit);
     const index = this.#prefixIndex;
     const none = index.size === 0;
     // The row objects are fresh: completed in place rather than copied.

@@ -52,9 +52,9 @@ export class DueTimerLoop extends PollingLoop {
    * Polls while batches come back full and returns how many due timers the chain found. Timers
    * stored behind the chain's cursor meanwhile are due already, so the next-due-time lookup after
    * the chain makes the loop poll again at once.
-   * Up to PIPELINE_DEPTH polls are in flight: the next one reads after the previous one's last
-   * timer while that one's publishes await their acks, so a backlog drains at the speed of the
-   * broker rather than of one round trip per batch. Publish order stays oldest due first.
+   * Up to PIPELINE_DEPTH polls are in flight: the next one reads after the timers the previous ones
+   * took of each tenant while their publishes await their acks, so a backlog drains at the speed of
+   * the broker rather than of one round trip per batch. Each tenant's publish order stays oldest due first.
    */
   private async pollUntilDrained(): Promise<number> {
     const { worker, logger } = this.deps;

@@ -4,8 +4,9 @@ import { decideFiring, type FiringDecision } from "../../domain/firing-rules.js"
 import type { RecurrenceCalendar } from "../../domain/recurrence.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
 import type { DueCursor, DueTimer } from "../timer-store.js";
+import { advanceDueCursor } from "./fair-due-selection.js";
 
-/** What a poll read: whether the batch was full, and the position after its last timer. */
+/** What a poll read: whether the batch was full, and the chain's cursor after its timers. */
 export interface PollRead {
   readonly full: boolean;
   readonly last: DueCursor | undefined;
@@ -40,7 +41,8 @@ interface Fired {
 }
 
 /**
- * One poll of the due-timer worker: claim due timers oldest first, decide for each what firing it
+ * One poll of the due-timer worker: claim due timers (fairly across tenants, each tenant's oldest
+ * first: fair-due-selection.ts), decide for each what firing it
  * produces (`decideFiring`: `DueTimeReached`, `DueTimeMissed` when too late, nothing when a prefix
  * cancel covers it), publish the events (publish acks awaited, all in flight at once), then record
  * what became of the timers (Reached, Missed, Cancelled, or the next occurrence) in one transaction.
@@ -58,8 +60,8 @@ export class DueTimerWorker {
   }
 
   /**
-   * Starts one poll. `read` resolves as soon as the due timers are read — with the position after
-   * the last one, so that the next poll can start while this one's publishes are still in flight —
+   * Starts one poll. `read` resolves as soon as the due timers are read — with the chain's cursor
+   * after them, so that the next poll can start while this one's publishes are still in flight —
    * and `done` once they are published and marked.
    */
   startPoll(after?: DueCursor): { readonly read: Promise<PollRead>; readonly done: Promise<PollReport> } {
@@ -73,13 +75,7 @@ export class DueTimerWorker {
       leaseUntilMs: nowMs + claimTtlMs,
       ...(after === undefined ? {} : { after }),
     });
-    const read = due.then((timers): PollRead => {
-      const last = timers[timers.length - 1];
-      return {
-        full: timers.length === batchSize,
-        last: last === undefined ? after : { dueAtMs: last.dueAtMs, tenantId: last.tenantId, serviceCallId: last.serviceCallId },
-      };
-    });
+    const read = due.then((timers): PollRead => ({ full: timers.length === batchSize, last: advanceDueCursor(after, timers) }));
     const done = due.then((timers) => this.publishAndMark(timers, nowMs, startedAt));
     // A failed read surfaces through both promises; callers may await only one of them.
     read.catch(() => undefined);

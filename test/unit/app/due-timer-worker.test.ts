@@ -288,14 +288,14 @@ describe("DueTimerWorker.poll", () => {
     expect(metrics.polls[0]!.durationSeconds).toBeGreaterThanOrEqual(0);
   });
 
-  it("when a poll is started, then its read gives whether the batch was full and the position after its last timer", async () => {
+  it("when a poll is started, then its read gives whether the batch was full and each tenant's position after its last timer", async () => {
     await apply(schedule("a", T0 - 2), schedule("b", T0 - 1), schedule("c", T0));
 
     const first = worker(2).startPoll();
     const read = await first.read;
     await first.done;
 
-    expect(read).toEqual({ full: true, last: { dueAtMs: T0 - 1, tenantId: "acme", serviceCallId: "b" } });
+    expect(read).toEqual({ full: true, last: new Map([["acme", { dueAtMs: T0 - 1, serviceCallId: "b" }]]) });
   });
 
   it("when the next poll starts after the previous one's position, then it reads only the timers after it (keyset paging)", async () => {
@@ -326,7 +326,7 @@ describe("DueTimerWorker.poll", () => {
   });
 
   it("when nothing is read, then the read keeps the position it started after", async () => {
-    const after = { dueAtMs: T0 - 5, tenantId: "acme", serviceCallId: "z" };
+    const after = new Map([["acme", { dueAtMs: T0 - 5, serviceCallId: "z" }]]);
 
     expect(await worker().startPoll(after).read).toEqual({ full: false, last: after });
   });
