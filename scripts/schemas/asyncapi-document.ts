@@ -24,7 +24,10 @@ const HEADERS = {
   CommandHeaders: {
     type: "object",
     properties: {
-      "Nats-Msg-Id": { type: "string", description: "Optional: JetStream de-duplicates a re-sent command with the same id (the client sends the envelope id)." },
+      "Nats-Msg-Id": {
+        type: "string",
+        description: "Optional: JetStream de-duplicates a re-sent command with the same id (the client sends the envelope id).",
+      },
       traceparent: TRACEPARENT,
       tracestate: TRACESTATE,
     },
@@ -143,7 +146,10 @@ export function asyncApiDocument(version: string): object {
       messages: [ref(`#/channels/${id}/messages/${q.request.name}`)],
       reply: {
         channel: ref(`#/channels/${replyId}`),
-        messages: [ref(`#/channels/${replyId}/messages/${q.reply.name}`), ref(`#/channels/${replyId}/messages/${QUERY_ERROR_MESSAGE.name}`)],
+        messages: [
+          ref(`#/channels/${replyId}/messages/${q.reply.name}`),
+          ref(`#/channels/${replyId}/messages/${QUERY_ERROR_MESSAGE.name}`),
+        ],
       },
     };
   }
@@ -158,7 +164,11 @@ export function asyncApiDocument(version: string): object {
     },
     defaultContentType: "application/json",
     servers: {
-      local: { host: "127.0.0.1:4222", protocol: "nats", description: "NATS with JetStream; streams TIMER_COMMANDS (timer.commands.>) and TIMER_EVENTS (timer.events.>)." },
+      local: {
+        host: "127.0.0.1:4222",
+        protocol: "nats",
+        description: "NATS with JetStream; streams TIMER_COMMANDS (timer.commands.>) and TIMER_EVENTS (timer.events.>).",
+      },
     },
     channels,
     operations,

@@ -20,7 +20,9 @@ interface CustomCheck {
 
 function customChecks(schema: z.core.$ZodType): CustomCheck[] {
   const checks = (schema._zod.def as { checks?: { _zod: { def: { check?: string; fn?: unknown } } }[] }).checks ?? [];
-  return checks.filter((c) => c._zod.def.check === "custom" && typeof c._zod.def.fn === "function").map((c) => ({ fn: c._zod.def.fn as CustomCheck["fn"] }));
+  return checks
+    .filter((c) => c._zod.def.check === "custom" && typeof c._zod.def.fn === "function")
+    .map((c) => ({ fn: c._zod.def.fn as CustomCheck["fn"] }));
 }
 
 function describeRefinement(fn: CustomCheck["fn"], path: readonly (string | number)[]): JsonSchema {
@@ -31,7 +33,9 @@ function describeRefinement(fn: CustomCheck["fn"], path: readonly (string | numb
   let max = -1;
   for (let n = PROBE_LIMIT; n >= Math.max(min, 0) && max < 0; n--) if (accepts(n)) max = n;
   if (min < 0 || max < 0 || max === PROBE_LIMIT || !accepts(max, "😀") || accepts(max + 1, "😀") || (min > 0 && accepts(min - 1, "😀"))) {
-    throw new Error(`cannot describe the refinement at ${path.join(".") || "(root)"} in JSON Schema: add a rule to json-schema-from-zod.ts`);
+    throw new Error(
+      `cannot describe the refinement at ${path.join(".") || "(root)"} in JSON Schema: add a rule to json-schema-from-zod.ts`,
+    );
   }
   for (let n = min; n <= max; n += Math.max(1, Math.floor((max - min) / 16))) {
     if (!accepts(n)) throw new Error(`the refinement at ${path.join(".")} accepts a length range with holes`);

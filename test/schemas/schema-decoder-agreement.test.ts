@@ -19,7 +19,12 @@ import { schemaProblems } from "../support/message-schemas.js";
 import { propertySeed } from "../support/property-seed.js";
 
 const seed = propertySeed();
-const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock: new FakeClock(T0), calendar: new CronerCalendar() });
+const decoder = new CommandDecoder({
+  subjectPrefix: "timer",
+  maxHorizonDays: 3650,
+  clock: new FakeClock(T0),
+  calendar: new CronerCalendar(),
+});
 const encoder = new TextEncoder();
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -36,10 +41,34 @@ const iso = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
 
 const VALID: Record<string, unknown>[] = [
   { type: "ScheduleTimer", payload: { serviceCallId: "order-1", dueAt: iso(2000) } },
-  { type: "ScheduleTimer", correlationId: "req-1", payload: { serviceCallId: "😀".repeat(256), dueAt: "2026-01-01T01:00:00.123456+01:00", data: { a: [1, null] } } },
-  { type: "ScheduleTimer", payload: { serviceCallId: "r", dueAt: iso(0), repeat: { everyMs: 60000, maxOccurrences: 3 }, maxLatenessMs: 0 } },
-  { type: "ScheduleTimer", payload: { serviceCallId: "c", dueAt: iso(0), repeat: { cron: "0 9 * * MON-FRI", timezone: "Europe/Berlin", until: iso(86400000 * 30) } } },
-  { type: "ScheduleTimer", payload: { serviceCallId: "d", dueAt: iso(0), delivery: { maxRetries: 3, backoffMs: 100 }, createdBy: "billing", createdVia: "api", repeat: null } },
+  {
+    type: "ScheduleTimer",
+    correlationId: "req-1",
+    payload: { serviceCallId: "😀".repeat(256), dueAt: "2026-01-01T01:00:00.123456+01:00", data: { a: [1, null] } },
+  },
+  {
+    type: "ScheduleTimer",
+    payload: { serviceCallId: "r", dueAt: iso(0), repeat: { everyMs: 60000, maxOccurrences: 3 }, maxLatenessMs: 0 },
+  },
+  {
+    type: "ScheduleTimer",
+    payload: {
+      serviceCallId: "c",
+      dueAt: iso(0),
+      repeat: { cron: "0 9 * * MON-FRI", timezone: "Europe/Berlin", until: iso(86400000 * 30) },
+    },
+  },
+  {
+    type: "ScheduleTimer",
+    payload: {
+      serviceCallId: "d",
+      dueAt: iso(0),
+      delivery: { maxRetries: 3, backoffMs: 100 },
+      createdBy: "billing",
+      createdVia: "api",
+      repeat: null,
+    },
+  },
   { type: "CancelTimer", payload: { serviceCallId: "order-1" } },
   { type: "CancelTimersByPrefix", payload: { serviceCallIdPrefix: "order-" } },
   { type: "TimerCompleted", payload: { serviceCallId: "order-1", result: "" } },
@@ -170,22 +199,22 @@ function decide(type: string, message: Record<string, unknown>): DecodedCommand 
   const decoded = decoder.decode({ subject, body: encoder.encode(JSON.stringify(message)), brokerTimestampMs: T0, sourceId: "S:1" });
   if (decoded.type !== "unknown") return decoded;
   const envelopeOk = commandEnvelopeSchema.safeParse(message);
-  const ok =
-    envelopeOk.success &&
-    message.type === type &&
-    retryTimerPayloadSchema.safeParse(message.payload).success;
+  const ok = envelopeOk.success && message.type === type && retryTimerPayloadSchema.safeParse(message.payload).success;
   return { ok, zodOnly: true };
 }
 
 function hasLoneSurrogate(value: unknown): boolean {
-  return JSON.stringify(value).match(/\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i) !== null || LONE_SURROGATE.test(JSON.stringify(value));
+  return (
+    JSON.stringify(value).match(/\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i) !== null ||
+    LONE_SURROGATE.test(JSON.stringify(value))
+  );
 }
 
 /** The decoder's rejections the schema need not repeat (documented in docs/design/message-schemas.md). */
 function looserWhere(decoded: DecodedCommand, message: Record<string, unknown>): boolean {
   if (decoded.ok) return false;
   const { code, reason } = decoded.rejection;
-  if (code === "TENANT_MISMATCH" || code === "DUE_TOO_FAR" || code === "TOO_LARGE" || code === "QUOTA_EXCEEDED") return true;
+  if (["TENANT_MISMATCH", "DUE_TOO_FAR", "TOO_LARGE", "QUOTA_EXCEEDED"].includes(code)) return true;
   if (hasLoneSurrogate(message)) return true;
   if (code !== "INVALID_FIELD") return false;
   if (/payload\.repeat\.(cron|timezone)|before the first occurrence|no occurrence at or after/.test(reason)) return true;
@@ -224,7 +253,9 @@ describe(`schemas agree with the command decoder (seed ${seed})`, () => {
         } else {
           counts.looser++;
           const allowed = "zodOnly" in decided ? hasLoneSurrogate(message) : looserWhere(decided, message);
-          expect(allowed, `the schema accepts what the service rejects (${JSON.stringify(decided)}): ${JSON.stringify(message)}`).toBe(true);
+          expect(allowed, `the schema accepts what the service rejects (${JSON.stringify(decided)}): ${JSON.stringify(message)}`).toBe(
+            true,
+          );
         }
       }),
       { seed, numRuns: 6000 },
@@ -236,24 +267,38 @@ describe(`schemas agree with the command decoder (seed ${seed})`, () => {
   it("when query requests are mutated, then the schema and the query request parser agree", () => {
     const requests: [string, Record<string, unknown>, { safeParse(v: unknown): { success: boolean } }][] = [
       ["GetTimerRequest", { serviceCallId: "order-1" }, getRequestSchema],
-      ["ListTimersRequest", { state: "Scheduled", serviceCallIdPrefix: "o", dueAfter: iso(0), dueBefore: iso(1), limit: 10 }, listRequestSchema],
+      [
+        "ListTimersRequest",
+        { state: "Scheduled", serviceCallIdPrefix: "o", dueAfter: iso(0), dueBefore: iso(1), limit: 10 },
+        listRequestSchema,
+      ],
       ["TimerStatsRequest", {}, statsRequestSchema],
     ];
     const keys = ["serviceCallId", "state", "serviceCallIdPrefix", "dueAfter", "dueBefore", "limit", "cursor", "other"];
     const queryValueArb = fc.oneof(valueArb, fc.constantFrom("Fired", "TimedOut", "scheduled", "WzEsMSwxLCJhIl0", "!!", 0, 1000, 1001));
     fc.assert(
-      fc.property(fc.constantFrom(...requests), fc.array(fc.record({ key: fc.constantFrom(...keys), value: queryValueArb, remove: fc.boolean() }), { maxLength: 3 }), ([name, base, zodSchema], mutations) => {
-        const request = mutate(base, mutations.map((m) => ({ path: [m.key], value: m.value, remove: m.remove })));
-        const zodOk = zodSchema.safeParse(request).success;
-        const problems = schemaProblems(request, name);
-        if (zodOk) expect(problems, JSON.stringify(request)).toEqual([]);
-        // Looser: the calendar validity of dueAfter/dueBefore, a cursor's content, unpaired surrogates.
-        else if (problems.length === 0) {
-          const text = JSON.stringify(request);
-          const explained = hasLoneSurrogate(request) || typeof request.cursor === "string" || [request.dueAfter, request.dueBefore].some((t) => typeof t === "string" && ISO_DATE_TIME.test(t));
-          expect(explained, `the schema accepts what the service refuses: ${text}`).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.constantFrom(...requests),
+        fc.array(fc.record({ key: fc.constantFrom(...keys), value: queryValueArb, remove: fc.boolean() }), { maxLength: 3 }),
+        ([name, base, zodSchema], mutations) => {
+          const request = mutate(
+            base,
+            mutations.map((m) => ({ path: [m.key], value: m.value, remove: m.remove })),
+          );
+          const zodOk = zodSchema.safeParse(request).success;
+          const problems = schemaProblems(request, name);
+          if (zodOk) expect(problems, JSON.stringify(request)).toEqual([]);
+          // Looser: the calendar validity of dueAfter/dueBefore, a cursor's content, unpaired surrogates.
+          else if (problems.length === 0) {
+            const text = JSON.stringify(request);
+            const explained =
+              hasLoneSurrogate(request) ||
+              typeof request.cursor === "string" ||
+              [request.dueAfter, request.dueBefore].some((t) => typeof t === "string" && ISO_DATE_TIME.test(t));
+            expect(explained, `the schema accepts what the service refuses: ${text}`).toBe(true);
+          }
+        },
+      ),
       { seed, numRuns: 3000 },
     );
   });

@@ -24,15 +24,38 @@ describe("published schemas and AsyncAPI document", () => {
     const errors = diagnostics.filter((d) => d.severity === 0).map((d) => `${d.code}: ${d.message} at ${d.path.join("/")}`);
     expect(errors).toEqual([]);
     expect(document).toBeDefined();
-    const names = document!.messages().all().map((m) => m.name());
-    for (const name of ["ScheduleTimer", "CancelTimer", "CancelTimersByPrefix", "TimerCompleted", "TimerFailed", "RetryTimer"]) expect(names).toContain(name);
-    for (const name of ["DueTimeReached", "DueTimeMissed", "CommandRejected", "GetTimerReply", "ListTimersRequest", "TimerStatsReply"]) expect(names).toContain(name);
-    const due = document!.channels().all().find((c) => c.address() === "timer.events.due.{tenantId}");
-    expect(due?.parameters().all().map((p) => p.id())).toEqual(["tenantId"]);
-    const headers = document!.messages().all().find((m) => m.name() === "DueTimeReached")!.headers()!.json() as { properties: object };
+    const names = document!
+      .messages()
+      .all()
+      .map((m) => m.name());
+    for (const name of ["ScheduleTimer", "CancelTimer", "CancelTimersByPrefix", "TimerCompleted", "TimerFailed", "RetryTimer"])
+      expect(names).toContain(name);
+    for (const name of ["DueTimeReached", "DueTimeMissed", "CommandRejected", "GetTimerReply", "ListTimersRequest", "TimerStatsReply"])
+      expect(names).toContain(name);
+    const due = document!
+      .channels()
+      .all()
+      .find((c) => c.address() === "timer.events.due.{tenantId}");
+    expect(
+      due
+        ?.parameters()
+        .all()
+        .map((p) => p.id()),
+    ).toEqual(["tenantId"]);
+    const headers = document!
+      .messages()
+      .all()
+      .find((m) => m.name() === "DueTimeReached")!
+      .headers()!
+      .json() as { properties: object };
     expect(Object.keys(headers.properties)).toEqual(expect.arrayContaining(["Nats-Msg-Id", "traceparent", "tracestate"]));
     // the payload is the schemas/ file, resolved
-    const payload = document!.messages().all().find((m) => m.name() === "ScheduleTimer")!.payload()!.json() as { title: string };
+    const payload = document!
+      .messages()
+      .all()
+      .find((m) => m.name() === "ScheduleTimer")!
+      .payload()!
+      .json() as { title: string };
     expect(payload.title).toBe("ScheduleTimer");
   });
 

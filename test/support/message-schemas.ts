@@ -36,6 +36,8 @@ export function schemaProblems(message: unknown, name?: string): string[] {
 export function expectSchemaValid(message: unknown, name?: string): void {
   const problems = schemaProblems(message, name);
   if (problems.length > 0) {
-    throw new Error(`message does not match schema ${name ?? String((message as { type?: unknown }).type)}: ${problems.join("; ")}\n${JSON.stringify(message)}`);
+    throw new Error(
+      `message does not match schema ${name ?? String((message as { type?: unknown }).type)}: ${problems.join("; ")}\n${JSON.stringify(message)}`,
+    );
   }
 }

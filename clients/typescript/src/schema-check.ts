@@ -74,7 +74,8 @@ export function schemaProblem(schema: Schema, value: unknown, path = ""): string
   if (Array.isArray(schema.enum) && !schema.enum.some((e) => equal(e, value))) return `${at}: must be one of ${schema.enum.join(", ")}`;
   if (typeof value === "string") {
     const length = schema.minLength !== undefined || schema.maxLength !== undefined ? codePoints(value) : 0;
-    if (typeof schema.minLength === "number" && length < schema.minLength) return `${at}: must have at least ${schema.minLength} characters`;
+    if (typeof schema.minLength === "number" && length < schema.minLength)
+      return `${at}: must have at least ${schema.minLength} characters`;
     if (typeof schema.maxLength === "number" && length > schema.maxLength) return `${at}: must have at most ${schema.maxLength} characters`;
     if (typeof schema.pattern === "string") {
       let regex = patterns.get(schema.pattern);
@@ -85,8 +86,10 @@ export function schemaProblem(schema: Schema, value: unknown, path = ""): string
   if (typeof value === "number") {
     if (typeof schema.minimum === "number" && value < schema.minimum) return `${at}: must be at least ${schema.minimum}`;
     if (typeof schema.maximum === "number" && value > schema.maximum) return `${at}: must be at most ${schema.maximum}`;
-    if (typeof schema.exclusiveMinimum === "number" && value <= schema.exclusiveMinimum) return `${at}: must be over ${schema.exclusiveMinimum}`;
-    if (typeof schema.exclusiveMaximum === "number" && value >= schema.exclusiveMaximum) return `${at}: must be under ${schema.exclusiveMaximum}`;
+    if (typeof schema.exclusiveMinimum === "number" && value <= schema.exclusiveMinimum)
+      return `${at}: must be over ${schema.exclusiveMinimum}`;
+    if (typeof schema.exclusiveMaximum === "number" && value >= schema.exclusiveMaximum)
+      return `${at}: must be under ${schema.exclusiveMaximum}`;
   }
   if (Array.isArray(value) && schema.items !== undefined) {
     for (let i = 0; i < value.length; i++) {

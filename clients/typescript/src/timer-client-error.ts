@@ -1,4 +1,11 @@
-import { ClosedConnectionError, DrainingConnectionError, NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from "@nats-io/transport-node";
+import {
+  ClosedConnectionError,
+  DrainingConnectionError,
+  NoRespondersError,
+  PermissionViolationError,
+  RequestError,
+  TimeoutError,
+} from "@nats-io/transport-node";
 
 /**
  * What went wrong, as a stable code:
@@ -13,14 +20,7 @@ import { ClosedConnectionError, DrainingConnectionError, NoRespondersError, Perm
  * - `BROKER_ERROR`: any other failure of the broker or the connection.
  */
 export type TimerClientErrorCode =
-  | "INVALID_INPUT"
-  | "TIMEOUT"
-  | "NO_RESPONDERS"
-  | "INVALID_REQUEST"
-  | "SERVICE_ERROR"
-  | "CLOSED"
-  | "PERMISSION_DENIED"
-  | "BROKER_ERROR";
+  "INVALID_INPUT" | "TIMEOUT" | "NO_RESPONDERS" | "INVALID_REQUEST" | "SERVICE_ERROR" | "CLOSED" | "PERMISSION_DENIED" | "BROKER_ERROR";
 
 export class TimerClientError extends Error {
   override readonly name = "TimerClientError";
@@ -38,7 +38,8 @@ export class TimerClientError extends Error {
 export function fromNatsError(error: unknown, doing: string): TimerClientError {
   if (error instanceof TimerClientError) return error;
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof TimeoutError || /timeout/i.test(e.name)) return new TimerClientError("TIMEOUT", `${doing}: timed out`, { cause: error });
+    if (e instanceof TimeoutError || /timeout/i.test(e.name))
+      return new TimerClientError("TIMEOUT", `${doing}: timed out`, { cause: error });
     if (e instanceof NoRespondersError || (e instanceof RequestError && e.isNoResponders()) || /no responders/i.test(e.message)) {
       return new TimerClientError("NO_RESPONDERS", `${doing}: no responders`, { cause: error });
     }

@@ -41,7 +41,8 @@ export async function connectTimerClient(options: TimerClientOptions): Promise<T
   const { tenantId, subjectPrefix = "timer", eventsStream = "TIMER_EVENTS", timeoutMs = 5000 } = options;
   const tenantProblem = schemaProblem(bundledSchema("CancelTimer").properties.tenantId as Schema, tenantId, "/tenantId");
   if (tenantProblem !== undefined) throw new TimerClientError("INVALID_INPUT", tenantProblem);
-  if (!/^[A-Za-z0-9_-]{1,32}$/.test(subjectPrefix)) throw new TimerClientError("INVALID_INPUT", "subjectPrefix must match ^[A-Za-z0-9_-]{1,32}$");
+  if (!/^[A-Za-z0-9_-]{1,32}$/.test(subjectPrefix))
+    throw new TimerClientError("INVALID_INPUT", "subjectPrefix must match ^[A-Za-z0-9_-]{1,32}$");
   let nc: NatsConnection;
   let owned = false;
   if ("nc" in options) {
@@ -66,7 +67,8 @@ function bundledSchema(type: string): Schema & { properties: Record<string, Sche
 
 const instant = (value: Date | string): string => {
   if (typeof value === "string") return value;
-  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new TimerClientError("INVALID_INPUT", "a date must be a valid Date or an ISO 8601 string");
+  if (!(value instanceof Date) || Number.isNaN(value.getTime()))
+    throw new TimerClientError("INVALID_INPUT", "a date must be a valid Date or an ISO 8601 string");
   return value.toISOString();
 };
 
@@ -110,13 +112,15 @@ export class TimerClient {
         throw new TimerClientError("INVALID_INPUT", `/payload/data: not JSON (${String(error)})`);
       }
       if (text === undefined) throw new TimerClientError("INVALID_INPUT", "/payload/data: not a JSON value");
-      if (encoder.encode(text).byteLength > MAX_DATA_BYTES) throw new TimerClientError("INVALID_INPUT", `/payload/data: over ${MAX_DATA_BYTES} bytes as JSON`);
+      if (encoder.encode(text).byteLength > MAX_DATA_BYTES)
+        throw new TimerClientError("INVALID_INPUT", `/payload/data: over ${MAX_DATA_BYTES} bytes as JSON`);
     }
     const payload = defined({
       serviceCallId,
       dueAt: instant(dueAt),
       data,
-      repeat: repeat === undefined ? undefined : defined({ ...repeat, until: repeat.until === undefined ? undefined : instant(repeat.until) }),
+      repeat:
+        repeat === undefined ? undefined : defined({ ...repeat, until: repeat.until === undefined ? undefined : instant(repeat.until) }),
       maxLatenessMs,
       delivery,
       createdBy,
@@ -159,7 +163,11 @@ export class TimerClient {
   /** One page of timers ordered by (dueAt, serviceCallId); pass `nextCursor` back as `cursor` for the next. */
   async list(query: ListQuery = {}): Promise<TimerPage> {
     const { dueAfter, dueBefore, ...rest } = query;
-    const request = defined({ ...rest, dueAfter: dueAfter === undefined ? undefined : instant(dueAfter), dueBefore: dueBefore === undefined ? undefined : instant(dueBefore) });
+    const request = defined({
+      ...rest,
+      dueAfter: dueAfter === undefined ? undefined : instant(dueAfter),
+      dueBefore: dueBefore === undefined ? undefined : instant(dueBefore),
+    });
     return this.query<TimerPage>("list", "ListTimersRequest", request);
   }
 
@@ -176,9 +184,13 @@ export class TimerClient {
   async consume(options: ConsumeOptions, handler: (event: TimerEvent) => Promise<void> | void): Promise<EventSubscription> {
     this.assertOpen();
     const kinds = options.kinds ?? ["due", "missed"];
-    if (!/^[A-Za-z0-9_-]{1,255}$/.test(options.durable)) throw new TimerClientError("INVALID_INPUT", "durable must match ^[A-Za-z0-9_-]{1,255}$");
-    if (kinds.length === 0 || kinds.some((k) => k !== "due" && k !== "missed")) throw new TimerClientError("INVALID_INPUT", 'kinds must hold "due" and/or "missed"');
-    const subscription = await consumeEvents(this.connection, { ...this.options, ...options, kinds }, handler, () => this.subscriptions.delete(subscription));
+    if (!/^[A-Za-z0-9_-]{1,255}$/.test(options.durable))
+      throw new TimerClientError("INVALID_INPUT", "durable must match ^[A-Za-z0-9_-]{1,255}$");
+    if (kinds.length === 0 || kinds.some((k) => k !== "due" && k !== "missed"))
+      throw new TimerClientError("INVALID_INPUT", 'kinds must hold "due" and/or "missed"');
+    const subscription = await consumeEvents(this.connection, { ...this.options, ...options, kinds }, handler, () =>
+      this.subscriptions.delete(subscription),
+    );
     this.subscriptions.add(subscription);
     return subscription;
   }
@@ -211,13 +223,18 @@ export class TimerClient {
     const problem = schemaProblem(bundledSchema(type), envelope);
     if (problem !== undefined) throw new TimerClientError("INVALID_INPUT", `${type} ${problem}`);
     const body = encoder.encode(JSON.stringify(envelope));
-    if (body.byteLength > MAX_COMMAND_BYTES) throw new TimerClientError("INVALID_INPUT", `${type}: the message is over ${MAX_COMMAND_BYTES} bytes`);
+    if (body.byteLength > MAX_COMMAND_BYTES)
+      throw new TimerClientError("INVALID_INPUT", `${type}: the message is over ${MAX_COMMAND_BYTES} bytes`);
     const h = natsHeaders();
     if (options.traceparent !== undefined) h.set("traceparent", options.traceparent);
     if (options.tracestate !== undefined) h.set("tracestate", options.tracestate);
     const id = envelope.id as string;
     try {
-      const ack = await this.js.publish(`${subjectPrefix}.commands.${token}.${tenantId}`, body, { msgID: id, headers: h, timeout: this.options.timeoutMs });
+      const ack = await this.js.publish(`${subjectPrefix}.commands.${token}.${tenantId}`, body, {
+        msgID: id,
+        headers: h,
+        timeout: this.options.timeoutMs,
+      });
       return { commandId: id, duplicate: ack.duplicate };
     } catch (error) {
       throw fromNatsError(error, `publishing ${type}`);
@@ -231,7 +248,9 @@ export class TimerClient {
     const { tenantId, subjectPrefix, timeoutMs } = this.options;
     let reply;
     try {
-      reply = await this.connection.request(`${subjectPrefix}.query.${endpoint}.${tenantId}`, encoder.encode(JSON.stringify(request)), { timeout: timeoutMs });
+      reply = await this.connection.request(`${subjectPrefix}.query.${endpoint}.${tenantId}`, encoder.encode(JSON.stringify(request)), {
+        timeout: timeoutMs,
+      });
     } catch (error) {
       throw fromNatsError(error, `query ${endpoint}`);
     }
@@ -243,10 +262,12 @@ export class TimerClient {
       body = undefined;
     }
     if (status !== "") {
-      const message = (body as { error?: { message?: string } } | undefined)?.error?.message ?? reply.headers?.get("Nats-Service-Error") ?? "error";
+      const message =
+        (body as { error?: { message?: string } } | undefined)?.error?.message ?? reply.headers?.get("Nats-Service-Error") ?? "error";
       throw new TimerClientError(status === "400" ? "INVALID_REQUEST" : "SERVICE_ERROR", `query ${endpoint}: ${message} (${status})`);
     }
-    if (typeof body !== "object" || body === null) throw new TimerClientError("SERVICE_ERROR", `query ${endpoint}: the reply is not a JSON object`);
+    if (typeof body !== "object" || body === null)
+      throw new TimerClientError("SERVICE_ERROR", `query ${endpoint}: the reply is not a JSON object`);
     return body as T;
   }
 }

@@ -71,7 +71,9 @@ describe("npm pack of @timer-service/client", () => {
     const installed = JSON.parse(execFileSync("npm", ["ls", "--all", "--json", "--omit=dev"], { cwd: project }).toString()) as {
       dependencies: Record<string, { dependencies?: Record<string, unknown> }>;
     };
-    expect(Object.keys(installed.dependencies["@timer-service/client"]!.dependencies ?? {}).every((d) => d.startsWith("@nats-io/"))).toBe(true);
+    expect(Object.keys(installed.dependencies["@timer-service/client"]!.dependencies ?? {}).every((d) => d.startsWith("@nats-io/"))).toBe(
+      true,
+    );
 
     writeFileSync(join(project, "run.mjs"), SCRIPT);
     const output = execFileSync(process.execPath, ["run.mjs"], { cwd: project, env: { ...process.env, NATS_URL: nats.url } }).toString();
@@ -80,11 +82,26 @@ describe("npm pack of @timer-service/client", () => {
     expect(result.refused).toBe("INVALID_INPUT");
 
     writeFileSync(join(project, "typed.ts"), TYPED);
-    const args = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--lib", "es2022,dom", "--skipLibCheck", "typed.ts"];
+    const args = [
+      "--noEmit",
+      "--strict",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "--target",
+      "es2022",
+      "--lib",
+      "es2022,dom",
+      "--skipLibCheck",
+      "typed.ts",
+    ];
     try {
       execFileSync(process.execPath, [TSC, ...args], { cwd: project, stdio: "pipe" });
     } catch (error) {
-      throw new Error(`the declarations do not type-check in a user's project:\n${String((error as { stdout?: Buffer }).stdout)}`);
+      throw new Error(`the declarations do not type-check in a user's project:\n${String((error as { stdout?: Buffer }).stdout)}`, {
+        cause: error,
+      });
     }
   }, 240_000);
 });

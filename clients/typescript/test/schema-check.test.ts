@@ -32,13 +32,38 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
     payload: { tenantId: "acme", serviceCallId: "s", dueAt: "2026-01-01T00:00:00Z", repeat: { everyMs: 1000 } },
   },
   CancelTimer: { id: "c", type: "CancelTimer", tenantId: "acme", timestampMs: 1, payload: { tenantId: "acme", serviceCallId: "s" } },
-  TimerFailed: { id: "c", type: "TimerFailed", tenantId: "acme", timestampMs: 1, payload: { tenantId: "acme", serviceCallId: "s", reason: "r" } },
+  TimerFailed: {
+    id: "c",
+    type: "TimerFailed",
+    tenantId: "acme",
+    timestampMs: 1,
+    payload: { tenantId: "acme", serviceCallId: "s", reason: "r" },
+  },
   ListTimersRequest: { state: "Failed", limit: 5, dueAfter: "2026-01-01T00:00+01:00" },
   GetTimerRequest: { serviceCallId: "s" },
 };
 
 const leafArb = fc.oneof(
-  fc.constantFrom(null, "", "x", "acme", "_unknown", "😀".repeat(129), "a\u0001", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00", 0, -1, 1.5, 100, 101, 1000, true, [], {}),
+  fc.constantFrom(
+    null,
+    "",
+    "x",
+    "acme",
+    "_unknown",
+    "😀".repeat(129),
+    "a\u0001",
+    "2026-01-01T00:00:00Z",
+    "2026-01-01T00:00:00",
+    0,
+    -1,
+    1.5,
+    100,
+    101,
+    1000,
+    true,
+    [],
+    {},
+  ),
   fc.string({ maxLength: 6 }),
   fc.integer(),
   fc.jsonValue({ maxDepth: 2 }),
@@ -59,7 +84,17 @@ describe(`bundled schema checker (seed ${seed})`, () => {
     const used = keywords(Object.values(MESSAGE_SCHEMAS), new Set());
     expect([...used].filter((k) => !SUPPORTED_KEYWORDS.has(k))).toEqual([]);
     expect(Object.keys(MESSAGE_SCHEMAS).sort()).toEqual(
-      ["CancelTimer", "CancelTimersByPrefix", "GetTimerRequest", "ListTimersRequest", "RetryTimer", "ScheduleTimer", "TimerCompleted", "TimerFailed", "TimerStatsRequest"].sort(),
+      [
+        "CancelTimer",
+        "CancelTimersByPrefix",
+        "GetTimerRequest",
+        "ListTimersRequest",
+        "RetryTimer",
+        "ScheduleTimer",
+        "TimerCompleted",
+        "TimerFailed",
+        "TimerStatsRequest",
+      ].sort(),
     );
   });
 
@@ -96,7 +131,9 @@ describe(`bundled schema checker (seed ${seed})`, () => {
           const ours = schemaProblem(MESSAGE_SCHEMAS[name] as Schema, message);
           const ajv = schemaProblems(message, name);
           if (ours === undefined) valid++;
-          expect(ours === undefined, `checker: ${ours ?? "valid"}; ajv: ${ajv.join("; ") || "valid"}; ${JSON.stringify(message)}`).toBe(ajv.length === 0);
+          expect(ours === undefined, `checker: ${ours ?? "valid"}; ajv: ${ajv.join("; ") || "valid"}; ${JSON.stringify(message)}`).toBe(
+            ajv.length === 0,
+          );
         },
       ),
       { seed, numRuns: 5000 },

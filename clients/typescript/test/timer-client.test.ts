@@ -4,12 +4,12 @@
  * against the published schema.
  */
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsServerProcess } from "../../../test/support/nats-server.js";
 import { TimerServiceProcess } from "../../../test/support/timer-service-process.js";
 import { expectSchemaValid } from "../../../test/support/message-schemas.js";
-import { connectTimerClient, TimerClient, TimerClientError, type TimerEvent } from "../src/index.js";
+import { connectTimerClient, type TimerClient, TimerClientError, type TimerEvent } from "../src/index.js";
 
 let nats: NatsServerProcess;
 let service: TimerServiceProcess;
@@ -73,7 +73,12 @@ describe("@timer-service/client against the service", () => {
     const timers = await client("due");
     const seen = collector();
     const sub = await timers.consume({ durable: "due-test", kinds: ["due"] }, (e) => seen.handle(e));
-    const { commandId, duplicate } = await timers.schedule({ serviceCallId: "order-1", dueAt: new Date(Date.now() + 300), data: { orderId: 1 }, correlationId: "req-1" });
+    const { commandId, duplicate } = await timers.schedule({
+      serviceCallId: "order-1",
+      dueAt: new Date(Date.now() + 300),
+      data: { orderId: 1 },
+      correlationId: "req-1",
+    });
     expect(commandId).toMatch(/^[0-9a-f-]{36}$/);
     expect(duplicate).toBe(false);
     const event = await seen.waitFor((e) => e.payload.serviceCallId === "order-1");
@@ -82,7 +87,10 @@ describe("@timer-service/client against the service", () => {
     expect(event.payload.data).toEqual({ orderId: 1 });
     expect(event.headers["Nats-Msg-Id"]).toBe(event.id);
     expect(event.deliveryCount).toBe(1);
-    const timer = await until(() => timers.get("order-1"), (t) => t?.state === "Reached");
+    const timer = await until(
+      () => timers.get("order-1"),
+      (t) => t?.state === "Reached",
+    );
     expect(timer).toMatchObject({ tenantId: timers.tenantId, serviceCallId: "order-1", state: "Reached", generation: 1 });
     await sub.stop();
   });
@@ -100,10 +108,16 @@ describe("@timer-service/client against the service", () => {
     await timers.schedule({ serviceCallId: "order-7:1", dueAt: far });
     await timers.schedule({ serviceCallId: "order-7:2", dueAt: far });
     await timers.schedule({ serviceCallId: "order-8:1", dueAt: far });
-    await until(() => timers.stats(), (s) => s.scheduled === 4);
+    await until(
+      () => timers.stats(),
+      (s) => s.scheduled === 4,
+    );
     await timers.cancel("a");
     await timers.cancelByPrefix("order-7:");
-    const stats = await until(() => timers.stats(), (s) => s.cancelled === 3);
+    const stats = await until(
+      () => timers.stats(),
+      (s) => s.cancelled === 3,
+    );
     expect(stats).toMatchObject({ tenantId: timers.tenantId, scheduled: 1, cancelled: 3 });
     expect((await timers.get("a"))?.state).toBe("Cancelled");
     expect((await timers.get("order-7:2"))?.state).toBe("Cancelled");
@@ -115,7 +129,10 @@ describe("@timer-service/client against the service", () => {
     const timers = await client("list");
     const base = Date.now() + 3_600_000;
     for (let i = 0; i < 5; i++) await timers.schedule({ serviceCallId: `job-${i}`, dueAt: new Date(base + (5 - i) * 1000) });
-    await until(() => timers.stats(), (s) => s.scheduled === 5);
+    await until(
+      () => timers.stats(),
+      (s) => s.scheduled === 5,
+    );
     const ids: string[] = [];
     let cursor: string | undefined;
     let pages = 0;
@@ -141,10 +158,18 @@ describe("@timer-service/client against the service", () => {
       if ((event.payload.attempt ?? 1) === 1) await timers.fail(event.payload.serviceCallId, "downstream 503");
       else await timers.complete(event.payload.serviceCallId, "ok");
     });
-    await timers.schedule({ serviceCallId: "invoice-1", dueAt: new Date(), delivery: { maxRetries: 2, backoffMs: 100 }, createdBy: "billing" });
+    await timers.schedule({
+      serviceCallId: "invoice-1",
+      dueAt: new Date(),
+      delivery: { maxRetries: 2, backoffMs: 100 },
+      createdBy: "billing",
+    });
     const second = await seen.waitFor((e) => e.type === "DueTimeReached" && e.payload.attempt === 2);
     expect(second.id).toMatch(/:2$/);
-    const timer = await until(() => timers.get("invoice-1"), (t) => t?.state === "Completed");
+    const timer = await until(
+      () => timers.get("invoice-1"),
+      (t) => t?.state === "Completed",
+    );
     expect(timer).toMatchObject({ state: "Completed", result: "ok", attempt: 2, createdBy: "billing" });
     await sub.stop();
   });
@@ -157,14 +182,25 @@ describe("@timer-service/client against the service", () => {
       if (event.type === "DueTimeReached" && event.payload.generation === 1) await timers.fail("job", "no");
     });
     await timers.schedule({ serviceCallId: "job", dueAt: new Date(), delivery: { maxRetries: 0 } });
-    await until(() => timers.get("job"), (t) => t?.state === "Failed");
+    await until(
+      () => timers.get("job"),
+      (t) => t?.state === "Failed",
+    );
     expect((await timers.get("job"))?.state).toBe("Failed");
     const { commandId } = await timers.retry("job");
     const jsm = await jetstreamManager(timers.connection);
     const stored = await jsm.streams.getMessage("TIMER_COMMANDS", { last_by_subj: `timer.commands.retry.${timers.tenantId}` });
-    expect(stored.json<{ id: string; type: string; payload: object }>()).toMatchObject({ id: commandId, type: "RetryTimer", payload: { tenantId: timers.tenantId, serviceCallId: "job" } });
+    expect(stored?.json<{ id: string; type: string; payload: object }>()).toMatchObject({
+      id: commandId,
+      type: "RetryTimer",
+      payload: { tenantId: timers.tenantId, serviceCallId: "job" },
+    });
     // A service that does not know RetryTimer yet rejects it (UNKNOWN_TYPE); one that does re-arms the timer.
-    const rearmed = await until(() => timers.get("job"), (t) => t?.generation === 2, 5000);
+    const rearmed = await until(
+      () => timers.get("job"),
+      (t) => t?.generation === 2,
+      5000,
+    );
     if (rearmed?.generation === 2) {
       const again = await seen.waitFor((e) => e.type === "DueTimeReached" && e.payload.generation === 2);
       expect(again.payload.serviceCallId).toBe("job");
@@ -183,7 +219,10 @@ describe("@timer-service/client against the service", () => {
     });
     const started = Date.now();
     await timers.schedule({ serviceCallId: "flaky-1", dueAt: new Date() });
-    await until(async () => deliveries.length, (n) => n >= 3);
+    await until(
+      async () => deliveries.length,
+      (n) => n >= 3,
+    );
     expect(deliveries).toEqual([1, 2, 3]);
     expect(Date.now() - started).toBeGreaterThanOrEqual(200 + 400);
     await new Promise((r) => setTimeout(r, 1000));
@@ -199,7 +238,10 @@ describe("@timer-service/client against the service", () => {
       await new Promise((r) => setTimeout(r, 2500));
     });
     await timers.schedule({ serviceCallId: "slow-1", dueAt: new Date() });
-    await until(async () => calls.length, (n) => n >= 1);
+    await until(
+      async () => calls.length,
+      (n) => n >= 1,
+    );
     await new Promise((r) => setTimeout(r, 4000));
     expect(calls).toHaveLength(1);
     const info = await (await jetstreamManager(timers.connection)).consumers.info("TIMER_EVENTS", "slow");
