@@ -6,7 +6,7 @@ import { COMMAND_MESSAGES, EVENT_MESSAGES, QUERY_ERROR_MESSAGE, QUERY_MESSAGES }
  * Subjects use the default prefix `timer` (TIMER_SUBJECT_PREFIX changes the first token).
  */
 
-const TENANT_PARAMETER = {
+const TENANT_ID_PARAMETER = {
   tenantId: {
     description:
       "The tenant: ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$, not _unknown. It must be the same as the envelope's and the payload's tenantId.",
@@ -76,7 +76,7 @@ export function asyncApiDocument(version: string): object {
     channels[id] = {
       address: `timer.commands.${m.token}.{tenantId}`,
       description: `${m.name} commands, captured by the stream TIMER_COMMANDS. A bare payload (an object without a payload member) is also accepted.`,
-      parameters: TENANT_PARAMETER,
+      parameters: { tenantId: ref("#/components/parameters/tenantId") },
       messages: { [m.name]: ref(`#/components/messages/${m.name}`) },
     };
     operations[`receive${m.name}`] = {
@@ -100,7 +100,7 @@ export function asyncApiDocument(version: string): object {
     channels[id] = {
       address: `timer.events.${m.token}.{tenantId}`,
       description: `${m.name} events, published with JetStream to the stream TIMER_EVENTS (publish ack awaited).`,
-      parameters: TENANT_PARAMETER,
+      parameters: { tenantId: ref("#/components/parameters/tenantId") },
       messages: { [m.name]: ref(`#/components/messages/${m.name}`) },
     };
     operations[`send${m.name}`] = {
@@ -128,7 +128,7 @@ export function asyncApiDocument(version: string): object {
     channels[id] = {
       address: `timer.query.${q.endpoint}.{tenantId}`,
       description: `The ${q.endpoint} endpoint of the NATS micro service timer-service (request/reply, in no stream). ${q.summary}`,
-      parameters: TENANT_PARAMETER,
+      parameters: { tenantId: ref("#/components/parameters/tenantId") },
       messages: { [q.request.name]: ref(`#/components/messages/${q.request.name}`) },
     };
     channels[replyId] = {
@@ -172,6 +172,6 @@ export function asyncApiDocument(version: string): object {
     },
     channels,
     operations,
-    components: { schemas: HEADERS, messages },
+    components: { schemas: HEADERS, parameters: TENANT_ID_PARAMETER, messages },
   };
 }

@@ -3,7 +3,7 @@
  * as the integration tests run it). Every event the client hands to a handler is also checked
  * against the published schema.
  */
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsServerProcess } from "../../../test/support/nats-server.js";
@@ -208,6 +208,35 @@ describe("@timer-service/client against the service", () => {
       expect(rearmed?.state).toBe("Failed");
     }
     await sub.stop();
+  });
+
+  it("when an occurrence is later than maxLatenessMs, then consume of kind missed hands over a DueTimeMissed", async () => {
+    const timers = await client("missed");
+    const seen = collector();
+    const sub = await timers.consume({ durable: "missed-only", kinds: ["missed"] }, (e) => seen.handle(e));
+    await timers.schedule({ serviceCallId: "late", dueAt: new Date(Date.now() - 60_000), maxLatenessMs: 0, data: [1, "two"] });
+    const event = await seen.waitFor((e) => e.payload.serviceCallId === "late");
+    expect(event.type).toBe("DueTimeMissed");
+    expect(event.payload).toMatchObject({ data: [1, "two"], generation: 1 });
+    expect((await timers.get("late"))?.state).toBe("Missed");
+    await sub.stop();
+  });
+
+  it("when a malformed command reaches the service, then its CommandRejected matches the published schema", async () => {
+    const timers = await client("rejected");
+    const js = jetstream(timers.connection);
+    await js.publish(
+      `timer.commands.schedule.${timers.tenantId}`,
+      JSON.stringify({ id: "bad-1", type: "ScheduleTimer", tenantId: timers.tenantId, timestampMs: 1, payload: { serviceCallId: "x" } }),
+    );
+    const jsm = await jetstreamManager(timers.connection);
+    const stored = await until(
+      () => jsm.streams.getMessage("TIMER_EVENTS", { last_by_subj: `timer.events.rejected.${timers.tenantId}` }).catch(() => null),
+      (m) => m !== null,
+    );
+    const rejected = stored!.json<Record<string, unknown>>();
+    expectSchemaValid(rejected);
+    expect(rejected).toMatchObject({ type: "CommandRejected", payload: { code: "INVALID_FIELD", commandId: "bad-1", serviceCallId: "x" } });
   });
 
   it("when the handler throws, then the event is redelivered after the nak delay and handled again", async () => {
