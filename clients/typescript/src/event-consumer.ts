@@ -113,7 +113,10 @@ export async function consumeEvents(
       handled.add(event.id, Date.now());
       msg.ack();
     }
-  })();
+  })().catch((error: unknown) => {
+    // the iterator ends with an error when the consumer is deleted or the connection closes
+    if (!stopping) settings.onError?.(error instanceof Error ? error : new Error(String(error)));
+  });
 
   let stopped: Promise<void> | undefined;
   return {
@@ -121,7 +124,7 @@ export async function consumeEvents(
       stopped ??= (async () => {
         stopping = true;
         await messages.close().catch(() => undefined);
-        await loop.catch(() => undefined);
+        await loop;
         onStopped();
       })();
       return stopped;
