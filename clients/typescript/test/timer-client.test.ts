@@ -327,10 +327,4 @@ describe("@timer-service/client against the service", () => {
     expect(timers.connection.isClosed()).toBe(true);
     await expect(timers.cancel("x")).rejects.toMatchObject({ code: "CLOSED" });
   });
-
-  it("when GET /asyncapi.yaml is asked of the running service, then it answers without a token", async () => {
-    const response = await fetch(`${service.baseUrl}/asyncapi.yaml`);
-    expect(response.status).toBe(200);
-    expect(await response.text()).toMatch(/^asyncapi: 3\.0\.0$/m);
-  });
 });
