@@ -188,24 +188,26 @@ describe("@timer-service/client against the service", () => {
     );
     expect((await timers.get("job"))?.state).toBe("Failed");
     const { commandId } = await timers.retry("job");
+    // The commands stream is a work queue: the service takes the command out of it. A service that
+    // knows RetryTimer re-arms the timer (generation 2, fires again); an older one rejects the
+    // command it received (UNKNOWN_TYPE, echoing its id).
     const jsm = await jetstreamManager(timers.connection);
-    const stored = await jsm.streams.getMessage("TIMER_COMMANDS", { last_by_subj: `timer.commands.retry.${timers.tenantId}` });
-    expect(stored?.json<{ id: string; type: string; payload: object }>()).toMatchObject({
-      id: commandId,
-      type: "RetryTimer",
-      payload: { tenantId: timers.tenantId, serviceCallId: "job" },
-    });
-    // A service that does not know RetryTimer yet rejects it (UNKNOWN_TYPE); one that does re-arms the timer.
-    const rearmed = await until(
-      () => timers.get("job"),
-      (t) => t?.generation === 2,
-      5000,
+    const rejection = async () => {
+      const m = await jsm.streams
+        .getMessage("TIMER_EVENTS", { last_by_subj: `timer.events.rejected.${timers.tenantId}` })
+        .catch(() => null);
+      return m?.json<{ payload: { code: string; commandId?: string } }>() ?? null;
+    };
+    const outcome = await until(
+      async () => ({ timer: await timers.get("job"), rejected: await rejection() }),
+      (o) => o.timer?.generation === 2 || o.rejected?.payload.commandId === commandId,
     );
-    if (rearmed?.generation === 2) {
+    if (outcome.timer?.generation === 2) {
       const again = await seen.waitFor((e) => e.type === "DueTimeReached" && e.payload.generation === 2);
       expect(again.payload.serviceCallId).toBe("job");
     } else {
-      expect(rearmed?.state).toBe("Failed");
+      expect(outcome.rejected?.payload).toMatchObject({ code: "UNKNOWN_TYPE", commandId });
+      expect(outcome.timer?.state).toBe("Failed");
     }
     await sub.stop();
   });
@@ -282,7 +284,7 @@ describe("@timer-service/client against the service", () => {
   it("when input is invalid, then the call throws INVALID_INPUT and nothing is published", async () => {
     const timers = await client("invalid");
     const jsm = await jetstreamManager(timers.connection);
-    const before = (await jsm.streams.info("TIMER_COMMANDS")).state.messages;
+    const before = (await jsm.streams.info("TIMER_COMMANDS")).state.last_seq;
     const attempts: (() => Promise<unknown>)[] = [
       () => timers.schedule({ serviceCallId: "x", dueAt: "2026-01-01T00:00:00" }),
       () => timers.schedule({ serviceCallId: "", dueAt: new Date() }),
@@ -304,7 +306,7 @@ describe("@timer-service/client against the service", () => {
       expect((error as TimerClientError).code).toBe("INVALID_INPUT");
     }
     await expect(connectTimerClient({ servers: nats.url, tenantId: "_unknown" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
-    expect((await jsm.streams.info("TIMER_COMMANDS")).state.messages).toBe(before);
+    expect((await jsm.streams.info("TIMER_COMMANDS")).state.last_seq).toBe(before);
   });
 
   it("when nothing answers in time or nobody listens, then TIMEOUT and NO_RESPONDERS", async () => {
