@@ -34,6 +34,8 @@ RUN mkdir -p /data && chown node:node /data
 COPY --from=builder --chown=root:root /app/node_modules ./node_modules
 COPY --from=builder --chown=root:root /app/dist ./dist
 COPY --chown=root:root drizzle ./drizzle
+COPY --chown=root:root asyncapi.yaml ./
+COPY --chown=root:root schemas ./schemas
 COPY --chown=root:root package.json ./
 USER node
 VOLUME ["/data"]

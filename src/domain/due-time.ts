@@ -4,7 +4,7 @@
  */
 
 // date T time, optional seconds and fraction (any length, '.' or ','), then Z or an offset.
-const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
+export const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
 
 /** 0000-01-01T00:00:00.000Z: the earliest instant with a four-digit year. */
 const EARLIEST_INSTANT_MS = -62_167_219_200_000;

@@ -1,5 +1,6 @@
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { schemaProblems } from "./message-schemas.js";
 
 /** A message the service published, as a subscriber sees it. */
 export interface ReceivedEvent {
@@ -17,6 +18,8 @@ let commandCounter = 0;
  */
 export class TimerClient {
   readonly events: ReceivedEvent[] = [];
+  /** Events that do not match their published schema (schemas/); `close` fails when there are any. */
+  readonly schemaViolations: string[] = [];
   private waiters: { predicate: (e: ReceivedEvent) => boolean; resolve: (e: ReceivedEvent) => void }[] = [];
   private readonly js: JetStreamClient;
 
@@ -56,6 +59,9 @@ export class TimerClient {
         receivedAtMs: Date.now(),
       };
       this.events.push(event);
+      const problems = schemaProblems(body);
+      if (problems.length > 0)
+        this.schemaViolations.push(`${message.subject}: ${problems.join("; ")} in ${message.string().slice(0, 300)}`);
       this.waiters = this.waiters.filter((waiter) => {
         if (!waiter.predicate(event)) return true;
         waiter.resolve(event);
@@ -146,5 +152,10 @@ export class TimerClient {
 
   async close(): Promise<void> {
     await this.connection.close();
+    if (this.schemaViolations.length > 0) {
+      throw new Error(
+        `${this.schemaViolations.length} event(s) do not match the published schemas:\n${this.schemaViolations.slice(0, 5).join("\n")}`,
+      );
+    }
   }
 }

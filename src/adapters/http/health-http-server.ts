@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { applyHttpLimits, HTTP_SERVER_OPTIONS } from "./http-server-limits.js";
+import { isContractDocumentPath, serveContractDocument } from "./contract-documents.js";
 
 /** One named condition of readiness; `ok` is read at each request. */
 export interface ReadinessCheck {
@@ -10,8 +11,9 @@ export interface ReadinessCheck {
 }
 
 /**
- * GET /metrics (Prometheus text), /healthz (200 while the process runs) and /readyz (200 when every
- * readiness check passes, else 503, with the checks as JSON). Anything else: 404, or 405 for a
+ * GET /metrics (Prometheus text), /healthz (200 while the process runs), /readyz (200 when every
+ * readiness check passes, else 503, with the checks as JSON) and the contract documents
+ * (/asyncapi.yaml and its schemas, contract-documents.ts). Anything else: 404, or 405 for a
  * method other than GET/HEAD. Time-outs and a connection cap keep it answering under many idle or
  * slow sockets (http-server-limits.ts).
  */
@@ -26,7 +28,7 @@ export class HealthHttpServer {
   ) {
     this.server = createServer(HTTP_SERVER_OPTIONS, (request, response) => {
       const path = (request.url ?? "/").split("?")[0];
-      const known = path === "/metrics" || path === "/healthz" || path === "/readyz";
+      const known = path === "/metrics" || path === "/healthz" || path === "/readyz" || isContractDocumentPath(path);
       if (!known && this.extraRoutes?.(request, response) === true) return;
       if (!known) return reply(response, 404, { error: "not found" });
       if (request.method !== "GET" && request.method !== "HEAD") {
@@ -34,6 +36,7 @@ export class HealthHttpServer {
         return reply(response, 405, { error: "method not allowed" });
       }
       if (path === "/healthz") return reply(response, 200, { status: "ok" });
+      if (isContractDocumentPath(path)) return serveContractDocument(path, response);
       if (path === "/readyz") {
         const results = Object.fromEntries(this.checks.map((check) => [check.name, check.ok()]));
         const ready = Object.values(results).every(Boolean);

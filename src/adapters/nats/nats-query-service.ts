@@ -3,6 +3,7 @@ import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../app/logger.js";
 import type { QueryEndpoint, QueryReply, TimerQueryService } from "../../app/queries/timer-query-service.js";
+import { endpointSchemaMetadata } from "./query-endpoint-schemas.js";
 
 /** The micro service's name: `nats micro ls` lists it so, and `$SRV.*.timer-service` reaches it. */
 export const QUERY_SERVICE_NAME = "timer-service";
@@ -37,7 +38,7 @@ export class NatsQueryService {
     for (const endpoint of ENDPOINTS) {
       service.addEndpoint(endpoint, {
         subject: `${options.subjectPrefix}.query.${endpoint}.*`,
-        metadata: { tenant: "last subject token" },
+        metadata: { tenant: "last subject token", ...endpointSchemaMetadata(endpoint) },
         // The library catches only a synchronous throw: the answer's promise handles its own errors.
         handler: (error, msg) => {
           if (error !== null) {

@@ -1,0 +1,20 @@
+export { connectTimerClient, TimerClient, type TimerClientOptions } from "./timer-client.js";
+export { TimerClientError, type TimerClientErrorCode } from "./timer-client-error.js";
+export type {
+  CommandOptions,
+  ConsumeOptions,
+  Delivery,
+  DueTimeMissedPayload,
+  DueTimeReachedPayload,
+  EventKind,
+  EventSubscription,
+  ListQuery,
+  Repeat,
+  ScheduleInput,
+  SendResult,
+  Timer,
+  TimerEvent,
+  TimerPage,
+  TimerState,
+  TimerStats,
+} from "./types.js";

@@ -1,0 +1,59 @@
+import { z } from "zod";
+import { cancelTimerPayloadSchema, commandEnvelopeSchema } from "../commands/command-envelope.schema.js";
+import { eventInstantSchema, timerDataSchema } from "../events/event-envelope.schema.js";
+import { TIMER_STATES } from "./timer-queries.js";
+
+/**
+ * Shapes of query replies (CONTRACT §9, §11, §14), the same over NATS and HTTP; they describe what
+ * timer-view.ts builds, for the published JSON Schemas and for clients. Open to new members.
+ */
+
+const { tenantId, serviceCallId } = cancelTimerPayloadSchema.shape;
+const count = z.number().int().nonnegative();
+
+export const timerViewSchema = z.object({
+  tenantId,
+  serviceCallId,
+  state: z.enum(TIMER_STATES),
+  /** Null only for the record of a cancel of a key that was never scheduled. */
+  dueAt: eventInstantSchema.nullable(),
+  generation: count,
+  commandTimestampMs: count,
+  data: timerDataSchema.optional(),
+  correlationId: commandEnvelopeSchema.shape.id.optional(),
+  reachedAt: eventInstantSchema.optional(),
+  repeat: z.record(z.string(), z.unknown()).optional(),
+  occurrence: count.optional(),
+  attempt: count.optional(),
+  result: z.string().optional(),
+  reason: z.string().optional(),
+  firedAt: eventInstantSchema.optional(),
+  completedAt: eventInstantSchema.optional(),
+  durationMs: z.number().int().optional(),
+  createdBy: z.string().optional(),
+  createdVia: z.string().optional(),
+  updatedAt: eventInstantSchema.optional(),
+  traceId: z.string().optional(),
+});
+
+export const getReplySchema = z.object({ timer: timerViewSchema.nullable() });
+
+export const listReplySchema = z.object({ timers: z.array(timerViewSchema), nextCursor: z.string().nullable() });
+
+export const statsReplySchema = z.object({
+  tenantId,
+  scheduled: count,
+  reached: count,
+  missed: count,
+  cancelled: count,
+  fired: count,
+  completed: count,
+  failed: count,
+  timedOut: count,
+  nextDueAt: eventInstantSchema.nullable(),
+  oldestOverdueAt: eventInstantSchema.nullable(),
+  avgDurationMs: z.number().nullable(),
+});
+
+/** The body of an error reply (NATS: with the `Nats-Service-Error-Code` header; HTTP: the status). */
+export const queryErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
