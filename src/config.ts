@@ -35,6 +35,8 @@ export interface TimerServiceConfig {
   readonly maxHorizonDays: number;
   /** How far ahead of the service's clock a command's `timestampMs` may be (CONTRACT §3.2 would let it pin a timer). */
   readonly maxClockSkewMs: number;
+  /** TIMER_TENANT_MAX_PENDING (CONTRACT §12): Scheduled timers a tenant may have; 0 = no limit. */
+  readonly maxPendingPerTenant: number;
   readonly httpPort: number;
   readonly httpHost: string;
   readonly logLevel: LogLevel;
@@ -173,6 +175,7 @@ export function loadConfig(env: Env): TimerServiceConfig {
     batchSize: integer(env, "TIMER_BATCH_SIZE", 100, 1, 10_000),
     maxHorizonDays: integer(env, "TIMER_MAX_HORIZON_DAYS", 3650, 1, 36_500),
     maxClockSkewMs: integer(env, "TIMER_MAX_CLOCK_SKEW_MS", 86_400_000, 1000, 31_536_000_000),
+    maxPendingPerTenant: integer(env, "TIMER_TENANT_MAX_PENDING", 0, 0, 100_000_000),
     httpPort: integer(env, "TIMER_HTTP_PORT", 8080, 0, 65_535),
     httpHost: hostAddress(env),
     logLevel: oneOf(env, "TIMER_LOG_LEVEL", "info", LOG_LEVELS, (s) => s.toLowerCase()),

@@ -163,6 +163,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     logger,
     onScheduled: (dueAtMs) => runningLoop.wake(dueAtMs),
     onPrefixCancelled: () => sweeper.wake(),
+    maxPendingPerTenant: config.maxPendingPerTenant,
     onDeadline: (deadlineAtMs) => deadlineLoop.wake(deadlineAtMs),
     retentionMs: config.storage.retentionMs,
   });

@@ -1,3 +1,4 @@
+import type { REJECTION_CODES } from "./events/event-envelope.schema.js";
 /** A timer fired: everything `DueTimeReached` carries (CONTRACT §2); `lateMs` is reachedAt − dueAt. */
 export interface DueTimeReached {
   readonly tenantId: string;
@@ -33,8 +34,8 @@ export interface DueTimeMissed {
   readonly occurrence?: number | null;
 }
 
-export type RejectionCode =
-  "TOO_LARGE" | "INVALID_JSON" | "INVALID_ENVELOPE" | "UNKNOWN_TYPE" | "INVALID_FIELD" | "TENANT_MISMATCH" | "DUE_TOO_FAR";
+/** The codes of CommandRejected (CONTRACT §2, §12), in precedence order; one list with the event schema. */
+export type RejectionCode = (typeof REJECTION_CODES)[number];
 
 /** A command was refused: everything `CommandRejected` carries (CONTRACT §2). */
 export interface CommandRejected {

@@ -6,6 +6,8 @@ export type CommandOutcome = "accepted" | "ignored" | "rejected";
 /** What the application reports for observability (CONTRACT §5). */
 export interface TimerMetrics {
   commandHandled(type: CommandType, outcome: CommandOutcome): void;
+  /** A command refused with a `CommandRejected` of this code (CONTRACT §12 `timer_commands_rejected_total{code}`). */
+  commandRejected(code: string): void;
   /** Timers published as `DueTimeReached` and marked `Reached`, with each one's lag in seconds. */
   timersFired(lagSeconds: readonly number[]): void;
   /** Timers published as `DueTimeMissed` (CONTRACT §8 `timer_schedules_missed_total`). */

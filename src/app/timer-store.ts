@@ -177,6 +177,9 @@ export interface TimerStore {
   /** How many timers are `Scheduled`, in the whole store. May cost a scan: not per poll. */
   countScheduled(): Promise<number>;
 
+  /** How many timers each of the tenants has `Scheduled`, from kept counts (no scan); absent = 0. */
+  countScheduledOf(tenantIds: readonly string[]): Promise<ReadonlyMap<string, number>>;
+
   /** The timer of `key`, or undefined. */
   get(key: TimerKey): Promise<Timer | undefined>;
 

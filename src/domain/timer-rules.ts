@@ -22,6 +22,13 @@ export type CommandDecision =
        * already, its record on the way (publish first, then record). Worth asking again shortly.
        */
       readonly retryLater?: boolean;
+    }
+  | {
+      /** Valid, but refused for a limit of the tenant (CONTRACT §12): nothing changes. */
+      readonly outcome: "refused";
+      readonly previous: Timer | undefined;
+      readonly next?: undefined;
+      readonly code: "QUOTA_EXCEEDED";
     };
 
 /**
@@ -50,7 +57,7 @@ export function decideCommand(
   }
   const base = applyPrefixCancel(current, prefixCancelTs, nowMs);
   const decision = decideKeyCommand(base, command, nowMs);
-  if (base === current) return decision;
+  if (base === current || decision.outcome === "refused") return decision;
   // The prefix cancel changed the timer first: that is stored whatever the command does.
   return { outcome: decision.outcome, previous: current, next: decision.next ?? base! };
 }
@@ -212,6 +219,16 @@ function bumpCommandTs(current: Timer, timestampMs: number, nowMs: number): Comm
 }
 
 /** How a decision changes the number of `Scheduled` timers (for the pending gauge). */
+/**
+ * The pending quota (CONTRACT §12): a decision that would raise the tenant's count of Scheduled
+ * timers (`pending`, before it) above `maxPending` is refused. A reschedule of a Scheduled timer,
+ * a cancel and everything that lowers the count pass. `maxPending` 0: no quota.
+ */
+export function withinPendingQuota(decision: CommandDecision, pending: number, maxPending: number): CommandDecision {
+  if (maxPending === 0 || scheduledDelta(decision) <= 0 || pending + 1 <= maxPending) return decision;
+  return { outcome: "refused", previous: decision.previous, code: "QUOTA_EXCEEDED" };
+}
+
 export function scheduledDelta(decision: CommandDecision): number {
   if (decision.next === undefined) return 0;
   const before = decision.previous?.state === "Scheduled" ? 1 : 0;

@@ -348,6 +348,21 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         ).toEqual(["t-a", "t-b"]);
       });
 
+      it("when tenants schedule, cancel and fire timers, then countScheduledOf gives each tenant's Scheduled count, 0 for none", async () => {
+        await apply(
+          schedule("a1", NOW - 10, { tenantId: "t-a" }),
+          schedule("a2", NOW + 60_000, { tenantId: "t-a" }),
+          schedule("a3", NOW + 60_000, { tenantId: "t-a" }),
+          schedule("b1", NOW + 60_000, { tenantId: "t-b" }),
+        );
+        await apply(cancel("a3", { tenantId: "t-a", timestampMs: 2 }));
+        await fireDue(NOW);
+
+        const counts = await store.countScheduledOf(["t-a", "t-b", "t-none"]);
+
+        expect([counts.get("t-a"), counts.get("t-b"), counts.get("t-none") ?? 0]).toEqual([1, 1, 0]);
+      });
+
       it("when many tenants have timers due, then a claim takes one of each before a second of any", async () => {
         await apply(
           ...Array.from({ length: 30 }, (_, i) =>

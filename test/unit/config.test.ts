@@ -27,6 +27,7 @@ describe("loadConfig: defaults (CONTRACT §4)", () => {
       batchSize: 100,
       maxHorizonDays: 3650,
       maxClockSkewMs: 86_400_000,
+      maxPendingPerTenant: 0,
       httpPort: 8080,
       httpHost: "0.0.0.0",
       logLevel: "info",
@@ -56,6 +57,7 @@ describe("loadConfig: integer bounds", () => {
     { variable: "TIMER_BATCH_SIZE", key: "batchSize", min: 1, max: 10_000 },
     { variable: "TIMER_MAX_HORIZON_DAYS", key: "maxHorizonDays", min: 1, max: 36_500 },
     { variable: "TIMER_MAX_CLOCK_SKEW_MS", key: "maxClockSkewMs", min: 1000, max: 31_536_000_000 },
+    { variable: "TIMER_TENANT_MAX_PENDING", key: "maxPendingPerTenant", min: 0, max: 100_000_000 },
     { variable: "TIMER_HTTP_PORT", key: "httpPort", min: 0, max: 65_535 },
   ] as const;
 

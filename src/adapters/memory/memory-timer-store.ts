@@ -258,6 +258,15 @@ export class MemoryTimerStore implements TimerStore {
     return claim !== undefined && claim.owner !== owner && claim.untilMs > nowMs;
   }
 
+  async countScheduledOf(tenantIds: readonly string[]): Promise<ReadonlyMap<string, number>> {
+    const wanted = new Set(tenantIds);
+    const counts = new Map<string, number>();
+    for (const timer of this.#open().values()) {
+      if (isScheduled(timer) && wanted.has(timer.tenantId)) counts.set(timer.tenantId, (counts.get(timer.tenantId) ?? 0) + 1);
+    }
+    return counts;
+  }
+
   async nextDueAt(): Promise<number | null> {
     let next: number | null = null;
     for (const timer of this.#open().values()) {

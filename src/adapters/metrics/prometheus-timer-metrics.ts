@@ -21,6 +21,12 @@ export class PrometheusTimerMetrics implements TimerMetrics {
     labelNames: ["type", "outcome"] as const,
     registers: [this.registry],
   });
+  private readonly rejections = new Counter({
+    name: "timer_commands_rejected_total",
+    help: "Commands refused with a CommandRejected, by rejection code (per-tenant figures: the stats query and the rejection events).",
+    labelNames: ["code"] as const,
+    registers: [this.registry],
+  });
   private readonly processed = new Counter({
     name: "timer_schedules_processed_total",
     help: "Timers published as DueTimeReached and marked Reached.",
@@ -93,6 +99,10 @@ export class PrometheusTimerMetrics implements TimerMetrics {
 
   commandHandled(type: CommandType, outcome: CommandOutcome): void {
     this.commands.inc({ type, outcome });
+  }
+
+  commandRejected(code: string): void {
+    this.rejections.inc({ code });
   }
 
   timersFired(lagSeconds: readonly number[]): void {

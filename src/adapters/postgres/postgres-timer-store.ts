@@ -492,6 +492,15 @@ export class PostgresTimerStore implements TimerStore {
     return rows[0]?.dueAtMs ?? null;
   }
 
+  async countScheduledOf(tenantIds: readonly string[]): Promise<ReadonlyMap<string, number>> {
+    const { rows } = await this.#pool.query<{ tenantId: string; count: number }>({
+      name: "timer-count-scheduled-of",
+      text: q.COUNT_SCHEDULED_OF,
+      values: [tenantIds],
+    });
+    return new Map(rows.map((row) => [row.tenantId, Number(row.count)]));
+  }
+
   async countScheduled(): Promise<number> {
     const { rows } = await this.#pool.query<{ count: number }>(q.COUNT_SCHEDULED);
     return rows[0]?.count ?? 0;

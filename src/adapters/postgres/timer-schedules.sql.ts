@@ -247,6 +247,11 @@ export const NEXT_DUE_AT = `SELECT min(due_at) AS "dueAtMs" FROM timer_schedules
 
 export const COUNT_SCHEDULED = `SELECT count(*) AS count FROM timer_schedules WHERE state = 'Scheduled'`;
 
+/** Scheduled timers of the tenants $1, summed over the counter rows of every backend (0002_state_counts.sql). */
+export const COUNT_SCHEDULED_OF = `
+  SELECT tenant_id AS "tenantId", sum(count)::bigint AS count FROM timer_state_counts
+  WHERE tenant_id = ANY($1::text[]) AND state = 'Scheduled' GROUP BY tenant_id`;
+
 /** The recorded prefix cancels of the tenants $1: what the batch's decisions consult. */
 export const SELECT_PREFIX_CANCELS = `
   SELECT tenant_id AS "tenantId", service_call_id_prefix AS "serviceCallIdPrefix", command_ts AS "commandTs"

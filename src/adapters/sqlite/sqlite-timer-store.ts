@@ -179,6 +179,7 @@ export class SqliteTimerStore implements TimerStore {
   readonly #recordDeadlinesAll: (records: readonly DeadlineRecord[]) => TimerKey[];
   readonly #selectNextDueAt: Database.Statement<[], { dueAtMs: number | null }>;
   readonly #countScheduled: Database.Statement<[], { count: number }>;
+  readonly #countScheduledOfTenant: Database.Statement<[string], { count: number }>;
   readonly #selectPrefixCancels: Database.Statement<[], PrefixCancel & { progressKey: string | null }>;
   readonly #selectPrefixCancel: Database.Statement<[PrefixCancelKey], { commandTs: number; progressKey: string | null }>;
   readonly #upsertPrefixCancel: Database.Statement<[PrefixCancel & { nowMs: number }]>;
@@ -289,6 +290,8 @@ export class SqliteTimerStore implements TimerStore {
     this.#loadPrefixIndex();
     this.#selectNextDueAt = db.prepare("SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE state = 'Scheduled'");
     this.#countScheduled = db.prepare("SELECT count(*) AS count FROM timer_schedules WHERE state = 'Scheduled'");
+    // Kept by triggers (drizzle/sqlite/0008_state_counts.sql).
+    this.#countScheduledOfTenant = db.prepare("SELECT count FROM timer_state_counts WHERE tenant_id = ? AND state = 'Scheduled'");
 
     // IMMEDIATE takes the write lock up front: a deferred transaction that reads and then writes can
     // fail with SQLITE_BUSY at the upgrade without waiting for busy_timeout.
@@ -491,6 +494,10 @@ export class SqliteTimerStore implements TimerStore {
 
   async nextDueAt(): Promise<number | null> {
     return this.#selectNextDueAt.get()?.dueAtMs ?? null;
+  }
+
+  async countScheduledOf(tenantIds: readonly string[]): Promise<ReadonlyMap<string, number>> {
+    return new Map(tenantIds.map((tenantId) => [tenantId, this.#countScheduledOfTenant.get(tenantId)?.count ?? 0]));
   }
 
   async countScheduled(): Promise<number> {

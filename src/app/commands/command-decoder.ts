@@ -36,7 +36,13 @@ export interface RawCommand {
 }
 
 export type DecodedCommand =
-  | { readonly ok: true; readonly type: CommandType; readonly command: TimerCommand }
+  | {
+      readonly ok: true;
+      readonly type: CommandType;
+      readonly command: TimerCommand;
+      /** The CommandRejected of this message, should a rule of the store refuse it later (a quota). */
+      readonly refusal?: (code: RejectionCode, reason: string) => CommandRejected;
+    }
   | { readonly ok: false; readonly type: CommandType; readonly rejection: CommandRejected };
 
 const KIND_TYPES: Readonly<Record<string, Exclude<CommandType, "unknown">>> = {
@@ -79,7 +85,19 @@ export class CommandDecoder {
     const kind = tokens[2] ?? "";
     const type: CommandType = Object.hasOwn(KIND_TYPES, kind) ? KIND_TYPES[kind]! : "unknown";
     const context = new RejectionContext(raw, type, subjectTenant ?? UNKNOWN_TENANT);
+    const decoded = this.#decode(raw, tokens, subjectTenant, kind, type, context);
+    if (!decoded.ok) return decoded;
+    return { ...decoded, refusal: (code, reason) => (context.reject(code, reason) as { rejection: CommandRejected }).rejection };
+  }
 
+  #decode(
+    raw: RawCommand,
+    tokens: readonly string[],
+    subjectTenant: string | undefined,
+    kind: string,
+    type: CommandType,
+    context: RejectionContext,
+  ): DecodedCommand {
     if (raw.body.byteLength > MAX_COMMAND_BYTES) {
       return context.reject("TOO_LARGE", `message body is ${raw.body.byteLength} bytes, over ${MAX_COMMAND_BYTES}`);
     }

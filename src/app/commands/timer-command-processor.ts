@@ -1,5 +1,7 @@
-import { decideCommand, scheduledDelta, type CommandDecision } from "../../domain/timer-rules.js";
+import { decideCommand, scheduledDelta, withinPendingQuota, type CommandDecision } from "../../domain/timer-rules.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
+import type { Timer } from "../../domain/timer.js";
+import type { CommandRejected } from "../timer-event-publisher.js";
 import { isBeyondRetention } from "../../domain/retention.js";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
@@ -20,6 +22,8 @@ export interface DeliveredCommand extends RawCommand {
 }
 
 const ACK: CommandSettlement = { kind: "ack" };
+
+type Refusal = (code: CommandRejected["code"], reason: string) => CommandRejected;
 const RETRY_BASE_MS = 250;
 /** Short enough that commands are stored within seconds once a storage fault clears. */
 const RETRY_MAX_MS = 5_000;
@@ -50,6 +54,8 @@ export interface TimerCommandProcessorDeps {
   readonly onPrefixCancelled?: () => void;
   /** Told the retry time a `TimerFailed` set (CONTRACT §11), so the deadline loop can wake for it. */
   readonly onDeadline?: (deadlineAtMs: number) => void;
+  /** TIMER_TENANT_MAX_PENDING (CONTRACT §12): Scheduled timers per tenant; 0 or absent: no quota. */
+  readonly maxPendingPerTenant?: number;
 }
 
 /**
@@ -62,11 +68,11 @@ export class TimerCommandProcessor {
 
   async process(batch: readonly DeliveredCommand[]): Promise<CommandSettlement[]> {
     const settlements = new Array<CommandSettlement>(batch.length);
-    const valid: { index: number; type: CommandType; command: TimerCommand }[] = [];
+    const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal | undefined }[] = [];
     const rejected: Promise<void>[] = [];
     batch.forEach((message, index) => {
       const decoded = this.decode(message);
-      if (decoded.ok) valid.push({ index, type: decoded.type, command: decoded.command });
+      if (decoded.ok) valid.push({ index, type: decoded.type, command: decoded.command, refusal: decoded.refusal });
       else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
     });
     if (valid.length > 0) {
@@ -74,6 +80,19 @@ export class TimerCommandProcessor {
       valid.forEach((v, i) => {
         const decision = applied?.[i];
         const deliveryCount = batch[v.index]!.deliveryCount;
+        if (decision?.outcome === "refused") {
+          const message = batch[v.index]!;
+          const reason = `tenant ${v.command.tenantId} has ${this.deps.maxPendingPerTenant} Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)`;
+          const rejection = v.refusal?.(decision.code, reason) ?? {
+            id: rejectionId(message.sourceId),
+            tenant: v.command.tenantId,
+            code: decision.code,
+            reason,
+            subject: message.subject,
+          };
+          rejected.push(this.reject(message, v.type, rejection).then((s) => void (settlements[v.index] = s)));
+          return;
+        }
         if (decision?.outcome === "ignored" && decision.retryLater === true && deliveryCount < REPORT_RETRY_DELIVERIES) {
           settlements[v.index] = { kind: "nak", delayMs: REPORT_RETRY_MS };
           return;
@@ -115,10 +134,13 @@ export class TimerCommandProcessor {
       // Beyond retention the key's history may be gone: ignored before the store is touched (§7).
       const stale = commands.map((command) => isBeyondRetention(command.timestampMs, nowMs, this.deps.retentionMs ?? 0));
       const fresh = commands.filter((_, i) => !stale[i]);
+      const quota = await this.pendingQuota(fresh);
       const applied =
         fresh.length === 0
           ? []
-          : await store.applyCommands(fresh, (current, command, context) => decideCommand(current, command, nowMs, context));
+          : await store.applyCommands(fresh, (current, command, context) =>
+              quota(current, command, decideCommand(current, command, nowMs, context)),
+            );
       let next = 0;
       decisions = commands.map((_, i): CommandDecision => (stale[i] ? { outcome: "ignored", previous: undefined } : applied[next++]!));
     } catch (error) {
@@ -137,6 +159,30 @@ export class TimerCommandProcessor {
     this.countReports(decisions);
     if (earliestDueAtMs !== Number.POSITIVE_INFINITY) this.deps.onScheduled(earliestDueAtMs);
     return decisions;
+  }
+
+  /**
+   * The pending quota over one batch: the tenants' counts of Scheduled timers as stored, plus what
+   * the batch's decisions so far add. A store may decide one command twice (first as if its key were
+   * new) or run the whole batch again; a command's share is then replaced, not added. Several
+   * instances read the counts at once, so each may overshoot by at most its batch (CONTRACT §12).
+   */
+  private async pendingQuota(
+    commands: readonly TimerCommand[],
+  ): Promise<(current: Timer | undefined, command: TimerCommand, decision: CommandDecision) => CommandDecision> {
+    const maxPending = this.deps.maxPendingPerTenant ?? 0;
+    const tenants = [...new Set(commands.filter((c) => c.kind !== "cancelPrefix").map((c) => c.tenantId))];
+    if (maxPending === 0 || tenants.length === 0) return (_current, _command, decision) => decision;
+    const pending = new Map(await this.deps.store.countScheduledOf(tenants));
+    const shares = new Map<TimerCommand, number>();
+    return (_current, command, decision) => {
+      const before = (pending.get(command.tenantId) ?? 0) - (shares.get(command) ?? 0);
+      const quoted = withinPendingQuota(decision, before, maxPending);
+      const share = scheduledDelta(quoted);
+      shares.set(command, share);
+      pending.set(command.tenantId, before + share);
+      return quoted;
+    };
   }
 
   /** Counts the deliveries reports ended (CONTRACT §11 metrics) and announces retry deadlines. */
@@ -174,6 +220,7 @@ export class TimerCommandProcessor {
       return { kind: "nak", delayMs: retryDelayMs(message.deliveryCount) };
     }
     metrics.commandHandled(type, "rejected");
+    metrics.commandRejected(rejection.code);
     logger.warn(
       {
         subject: message.subject,

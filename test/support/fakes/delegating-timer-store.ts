@@ -40,6 +40,10 @@ export class DelegatingTimerStore implements TimerStore {
   countScheduled() {
     return this.inner.countScheduled();
   }
+
+  countScheduledOf(tenantIds: readonly string[]) {
+    return this.inner.countScheduledOf(tenantIds);
+  }
   get(key: TimerKey) {
     return this.inner.get(key);
   }

@@ -15,6 +15,13 @@ export class RecordingMetrics implements TimerMetrics {
   /** The gauge: `setPending` sets it, `addPending` moves it. */
   pending = 0;
 
+  /** `commandRejected` calls: the codes. */
+  readonly rejectedCodes: string[] = [];
+
+  commandRejected(code: string): void {
+    this.rejectedCodes.push(code);
+  }
+
   commandHandled(type: CommandType, outcome: CommandOutcome, count = 1): void {
     for (let i = 0; i < count; i++) this.handled.push({ type, outcome });
   }

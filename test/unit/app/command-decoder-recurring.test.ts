@@ -121,6 +121,7 @@ describe("CommandDecoder: CancelTimersByPrefix", () => {
     };
     expect(decoder.decode(rawCommand(subject, body))).toEqual({
       ok: true,
+      refusal: expect.any(Function),
       type: "CancelTimersByPrefix",
       command: { kind: "cancelPrefix", tenantId: "acme", serviceCallIdPrefix: "order-4711:", correlationId: "c", timestampMs: 9 },
     });

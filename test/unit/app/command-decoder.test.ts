@@ -71,6 +71,7 @@ describe("CommandDecoder: valid commands", () => {
 
     expect(result).toEqual({
       ok: true,
+      refusal: expect.any(Function),
       type: "ScheduleTimer",
       command: {
         kind: "schedule",
@@ -91,6 +92,7 @@ describe("CommandDecoder: valid commands", () => {
 
     expect(result).toEqual({
       ok: true,
+      refusal: expect.any(Function),
       type: "CancelTimer",
       command: { kind: "cancel", tenantId: "acme", serviceCallId: "call-9", correlationId: "c", timestampMs: 5 },
     });
