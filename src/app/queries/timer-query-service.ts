@@ -13,6 +13,7 @@ import {
 import type { TimerQueries } from "./timer-queries.js";
 import { statsView, timerView } from "./timer-view.js";
 import { StatsCache } from "./stats-cache.js";
+import { FairQueryGate } from "./fair-query-gate.js";
 
 export type QueryEndpoint = "get" | "list" | "stats";
 export type QueryOutcome = "ok" | "error";
@@ -41,10 +42,13 @@ export const MAX_TENANTS = 1000;
 /** How old a `stats` answer may be: counts are shared this long (see StatsCache). */
 export const STATS_MAX_AGE_MS = 250;
 /**
- * Queries answered at once at most; more are refused as busy (503) rather than queued without end,
- * so that queries can never starve firing and commands of the event loop and the store.
+ * Queries accepted at once, over all tenants; more are refused as busy (503) rather than queued
+ * without end. Each tenant's share is bounded by the gate (FairQueryGate), which runs them a few at
+ * a time so that queries can never starve firing and commands of the event loop and the store.
  */
-export const MAX_QUERIES_IN_FLIGHT = 64;
+export const MAX_QUERIES_IN_FLIGHT = 1024;
+
+const BUSY: QueryReply = { status: 503, body: { error: { code: "BUSY", message: "too many queries at once; retry shortly" } } };
 
 function invalid(message: string): QueryReply {
   return { status: 400, body: { error: { code: "INVALID_REQUEST", message } } };
@@ -57,6 +61,7 @@ function invalid(message: string): QueryReply {
  */
 export class TimerQueryService {
   readonly #stats: StatsCache;
+  readonly #gate = new FairQueryGate();
   #inFlight = 0;
 
   constructor(private readonly deps: TimerQueryServiceDeps) {
@@ -66,11 +71,11 @@ export class TimerQueryService {
   async answer(endpoint: QueryEndpoint, tenantId: string, request: unknown): Promise<QueryReply> {
     let reply: QueryReply;
     if (this.#inFlight >= MAX_QUERIES_IN_FLIGHT) {
-      reply = { status: 503, body: { error: { code: "BUSY", message: "too many queries at once; retry shortly" } } };
+      reply = BUSY;
     } else {
       this.#inFlight++;
       try {
-        reply = await this.#answer(endpoint, tenantId, request);
+        reply = (await this.#gate.run(tenantId, () => this.#answer(endpoint, tenantId, request))) ?? BUSY;
       } finally {
         this.#inFlight--;
       }
