@@ -23,7 +23,7 @@ import type { CommandDecision } from "../../domain/timer-rules.js";
 import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
-import { dealRoundRobin, perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
+import { dealRoundRobin } from "../../app/firing/fair-due-selection.js";
 
 export interface SqliteTimerStoreOptions {
   /** The database file; its folder is created when missing. */
@@ -410,17 +410,28 @@ export class SqliteTimerStore implements TimerStore {
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
     const { nowMs, limit, after } = claim;
     const tenants = this.#selectDueTenants.all({ nowMs, limit });
-    const readLimit = perTenantReadLimit(limit, tenants.length);
+    // Each candidate's share first; only when that leaves the batch short, more of those that filled
+    // theirs: the same deal as reading every candidate's whole due range, at a fraction of the reads.
+    const share = Math.ceil(limit / Math.max(1, tenants.length));
     const idle: string[] = [];
+    const read = (tenantId: string, position: TenantDuePosition | undefined, count: number): DueTimerRow[] =>
+      position === undefined
+        ? this.#selectTenantDue.all({ tenantId, nowMs, limit: count })
+        : this.#selectTenantDueAfter.all({ tenantId, nowMs, limit: count, ...position });
     const lists = tenants.map(({ tenantId }) => {
       const position = after?.get(tenantId);
-      const list =
-        position === undefined
-          ? this.#selectTenantDue.all({ tenantId, nowMs, limit: readLimit })
-          : this.#selectTenantDueAfter.all({ tenantId, nowMs, limit: readLimit, ...position });
+      const list = read(tenantId, position, share);
       if (list.length === 0 && position === undefined) idle.push(tenantId);
       return list;
     });
+    const short = limit - lists.reduce((n, list) => n + list.length, 0);
+    if (short > 0) {
+      lists.forEach((list, i) => {
+        if (list.length < share) return;
+        const last = list[list.length - 1]!;
+        list.push(...read(tenants[i]!.tenantId, { dueAtMs: last.dueAtMs, serviceCallId: last.serviceCallId }, short));
+      });
+    }
     // A candidate with nothing due takes no place in later polls; best effort, like any stale bound.
     if (idle.length > 0) {
       try {
