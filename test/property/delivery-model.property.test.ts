@@ -1,6 +1,7 @@
 /**
  * Model-based test of CONTRACT §11 (completion tracking): random ScheduleTimers with `delivery`,
- * TimerCompleted / TimerFailed reports (old, equal and new timestamps, redeliveries), clock moves,
+ * TimerCompleted / TimerFailed reports (old, equal and new timestamps, redeliveries), RetryTimer
+ * (CONTRACT §14) of any state, clock moves,
  * due polls, deadline polls and restarts of the SQLite store, run through CommandDecoder +
  * TimerCommandProcessor + DueTimerWorker + DeliveryDeadlineWorker, and compared after every step
  * with a reference model written here from the contract text (it uses no domain code).
@@ -36,6 +37,7 @@ type Step =
   | { kind: "schedule"; key: string; slot: number; ts: number; policy: Policy | null }
   | { kind: "complete"; key: string; ts: number; result: string | null }
   | { kind: "fail"; key: string; ts: number; reason: string }
+  | { kind: "retry"; key: string; ts: number }
   | { kind: "advance"; ms: number }
   | { kind: "pollDue" }
   | { kind: "pollDeadlines" }
@@ -68,6 +70,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant("complete" as const), key: keyArb, ts: tsArb, result: fc.constantFrom(null, "ok") }),
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("fail" as const), key: keyArb, ts: tsArb, reason: fc.constantFrom("e1", "e2") }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("retry" as const), key: keyArb, ts: tsArb }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 3_000 }) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("pollDue" as const) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("pollDeadlines" as const) }) },
@@ -145,6 +148,23 @@ class Model {
     if (timer?.state !== "Fired" || ts <= timer.commandTs || !timer.awaitingReport) return;
     timer.commandTs = ts;
     this.failure(timer, reason, nowMs);
+  }
+
+  /** §14: Failed or TimedOut, and newer than the last command: due now (its timestamp), attempts from 1. */
+  retry(key: string, ts: number): void {
+    const timer = this.timers.get(key);
+    if ((timer?.state !== "Failed" && timer?.state !== "TimedOut") || ts <= timer.commandTs) return;
+    Object.assign(timer, {
+      state: "Scheduled",
+      dueAtMs: ts,
+      commandTs: ts,
+      attempt: 0,
+      awaitingReport: false,
+      nextLookMs: null,
+      firedAtMs: null,
+      completedAtMs: null,
+      result: null,
+    });
   }
 
   pollDue(nowMs: number): void {
@@ -263,6 +283,10 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
               case "fail":
                 await send("fail", "TimerFailed", step.ts, { serviceCallId: step.key, reason: step.reason });
                 model.fail(step.key, step.ts, step.reason, nowMs);
+                break;
+              case "retry":
+                await send("retry", "RetryTimer", step.ts, { serviceCallId: step.key });
+                model.retry(step.key, step.ts);
                 break;
               case "advance":
                 clock.advance(step.ms);
