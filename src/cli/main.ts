@@ -73,6 +73,11 @@ async function main(argv: string[]): Promise<number> {
         id: () => required(flags, "id"),
         withConnection: (use) => withConnection(flags, use),
         usageError: (message) => new UsageError(message),
+        sinceMs: (text) => {
+          const nowMs = Date.now();
+          const ago = parseDuration(text);
+          return ago === undefined ? parseAt(text, nowMs) : nowMs - ago;
+        },
         out: (line) => process.stdout.write(`${line}\n`),
         err: (line) => process.stderr.write(`${line}\n`),
       });

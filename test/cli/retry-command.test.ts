@@ -74,6 +74,22 @@ describe("timer-service retry (CONTRACT §14)", () => {
     await eventually(() => expect(refired("cli-bulk")).toEqual(new Set(["job-1", "job-2", "job-3"])));
   });
 
+  it("when list asks --order changed --since 1h, then the tenant's timers come newest change first with updatedAt", async () => {
+    for (const id of ["first", "second", "third"]) {
+      await missed("cli-changed", id);
+      await eventually(async () => expect((await cli("get", "--tenant", "cli-changed", "--id", id)).stdout).toContain('"Missed"'));
+    }
+
+    const result = await cli("list", "--tenant", "cli-changed", "--order", "changed", "--since", "1h");
+
+    expect(result.code).toBe(0);
+    const timers = result.stdout.trim().split("\n").map((line) => JSON.parse(line) as { serviceCallId: string; updatedAt: string });
+    expect(timers.map((t) => t.serviceCallId)).toEqual(["third", "second", "first"]);
+    expect(Date.parse(timers[0]!.updatedAt)).toBeGreaterThanOrEqual(Date.parse(timers[2]!.updatedAt));
+    expect((await cli("list", "--tenant", "cli-changed", "--order", "sideways")).code).toBe(2);
+    expect((await cli("list", "--tenant", "cli-changed", "--since", "xyzzy")).code).toBe(2);
+  });
+
   it.each([
     [["retry", "--tenant", "t"], "--id is required"],
     [["retry", "--tenant", "t", "--state", "Reached"], "--state must be one of"],

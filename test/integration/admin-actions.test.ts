@@ -212,6 +212,27 @@ describe("operator actions over HTTP (CONTRACT §14)", () => {
     expect(reply).toMatchObject({ status: 400, body: { error: { code: "INVALID_REQUEST" } } });
   });
 
+  it("when the latest failures are listed (state, order changedDesc, createdBy, changedSince), then they come newest first and page by cursor", async () => {
+    const tenant = uniqueId("history");
+    for (const [i, id] of ["f1", "f2", "f3"].entries()) {
+      await schedule(tenant, id, Date.now() - 10_000, { maxLatenessMs: 0, createdBy: i === 1 ? "billing" : "ops" });
+      await stateOf(tenant, id, "Missed");
+    }
+    const get = async (query: string) => (await httpGet(service.baseUrl, `/v1/tenants/${tenant}/timers?${query}`, ADMIN)).body;
+
+    const first = await get("state=Missed&order=changedDesc&limit=2");
+    expect(first.timers.map((t: any) => t.serviceCallId)).toEqual(["f3", "f2"]);
+    expect(first.timers.every((t: any) => typeof t.updatedAt === "string")).toBe(true);
+    const second = await get(`state=Missed&order=changedDesc&limit=2&cursor=${first.nextCursor}`);
+    expect(second).toMatchObject({ timers: [expect.objectContaining({ serviceCallId: "f1" })], nextCursor: null });
+    expect((await get("createdBy=billing")).timers.map((t: any) => t.serviceCallId)).toEqual(["f2"]);
+    const since = first.timers[1].updatedAt;
+    expect((await get(`order=changedDesc&changedSince=${since}`)).timers.map((t: any) => t.serviceCallId)).toEqual(["f3", "f2"]);
+    expect(await httpGet(service.baseUrl, `/v1/tenants/${tenant}/timers?cursor=${first.nextCursor}`, ADMIN)).toMatchObject({ status: 400 });
+    expect(await httpGet(service.baseUrl, `/v1/tenants/${tenant}/timers?order=newest`, ADMIN)).toMatchObject({ status: 400 });
+    expect(await httpGet(service.baseUrl, `/v1/tenants/${tenant}/timers?changedSince=2026-01-01T00:00:00`, ADMIN)).toMatchObject({ status: 400 });
+  }, 30_000);
+
   it.each(["__proto__=x", "constructor=x", "toString=x", "stat=Failed"])(
     "when a GET list carries the unknown query parameter %s, then 400 INVALID_REQUEST",
     async (query) => {

@@ -1,7 +1,9 @@
 import { compareCodePoints, listByKeyset } from "../../app/queries/keyset-list.js";
+import { compareChangedDesc, listByChanged } from "../../app/queries/changed-list.js";
 import {
   TIMER_STATES,
   type StoredTimerState,
+  type ChangedPage,
   type TimerCounts,
   type TimerListQuery,
   type TimerPage,
@@ -71,6 +73,25 @@ export class MemoryTimerQueries implements TimerQueries {
           .sort(compareListed)
           .slice(0, scanLimit)
           .map((t) => ({ state: t.state as StoredTimerState, dueAtMs: t.dueAtMs, serviceCallId: t.serviceCallId })),
+      (ids) => {
+        const wanted = new Set(ids.map((serviceCallId) => timerKeyString({ tenantId, serviceCallId })));
+        return [...this.store.timers()].filter((t) => wanted.has(timerKeyString(t))).map(memoryRecord);
+      },
+    );
+  }
+
+  async listChanged(query: TimerListQuery): Promise<ChangedPage> {
+    const { tenantId } = query;
+    return listByChanged(
+      query,
+      ({ index, before, sinceMs, scanLimit }) =>
+        [...this.store.timers()]
+          .filter((t) => t.tenantId === tenantId && t.updatedAtMs >= sinceMs)
+          .filter((t) => (index.by === "state" ? t.state === index.state : index.by === "createdBy" ? t.createdBy === index.createdBy : true))
+          .filter((t) => compareChangedDesc(t, before, compareCodePoints) > 0)
+          .sort((a, b) => compareChangedDesc(a, b, compareCodePoints))
+          .slice(0, scanLimit)
+          .map((t) => ({ updatedAtMs: t.updatedAtMs, serviceCallId: t.serviceCallId })),
       (ids) => {
         const wanted = new Set(ids.map((serviceCallId) => timerKeyString({ tenantId, serviceCallId })));
         return [...this.store.timers()].filter((t) => wanted.has(timerKeyString(t))).map(memoryRecord);

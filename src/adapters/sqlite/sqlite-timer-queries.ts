@@ -1,8 +1,10 @@
 import type Database from "better-sqlite3";
 import { NO_UPPER_BOUND, listByKeyset, scanStartOf, type ScannedKey } from "../../app/queries/keyset-list.js";
+import { listByChanged, type ChangedIndex, type ChangedKey } from "../../app/queries/changed-list.js";
 import {
   TIMER_STATES,
   type StoredTimerState,
+  type ChangedPage,
   type TimerCounts,
   type TimerListQuery,
   type TimerPage,
@@ -35,11 +37,27 @@ const SCAN_ALL_STATES = `
   SELECT * FROM (${TIMER_STATES.map((state) => `SELECT * FROM (${scanBranch(state)})`).join(" UNION ALL ")})
   ORDER BY dueAtMs, serviceCallId LIMIT @scanLimit`;
 
+/**
+ * Newest changes first, walking one of the (…, updated_at, service_call_id) indexes backwards from
+ * the cursor down to changedSince, index only.
+ */
+function scanChanged(by: ChangedIndex["by"]): string {
+  const range = by === "state" ? "AND state = @state" : by === "createdBy" ? "AND created_by = @createdBy" : "";
+  return `
+    SELECT updated_at AS updatedAtMs, service_call_id AS serviceCallId FROM timer_schedules
+    WHERE tenant_id = @tenantId ${range} AND updated_at >= @sinceMs
+      AND (updated_at, service_call_id) < (@beforeUpdatedAtMs, @beforeServiceCallId)
+    ORDER BY updated_at DESC, service_call_id DESC LIMIT @scanLimit`;
+}
+
 /** The statements, exported for the EXPLAIN QUERY PLAN checks of the tests. */
 export const SQLITE_QUERY_SQL = {
   get: `SELECT ${RECORD_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
   scanOneState: scanBranch("Scheduled"),
   scanAllStates: SCAN_ALL_STATES,
+  scanChangedByTenant: scanChanged("tenant"),
+  scanChangedByState: scanChanged("state"),
+  scanChangedByCreatedBy: scanChanged("createdBy"),
   // Kept by triggers (drizzle/sqlite/0008_state_counts.sql): a few rows, not the tenant's index range.
   countByState: `SELECT state, count, duration_sum_ms AS durationSumMs, duration_count AS durationCount
     FROM timer_state_counts WHERE tenant_id = @tenantId`,
@@ -79,6 +97,7 @@ export class SqliteTimerQueries implements TimerQueries {
   >;
   readonly #nextDue: Database.Statement<[{ tenantId: string }], { dueAtMs: number | null }>;
   readonly #tenants: Database.Statement<[{ limit: number }], { tenantId: string }>;
+  readonly #scanChanged: ReadonlyMap<ChangedIndex["by"], Database.Statement<[Record<string, unknown>], ChangedKey>>;
 
   constructor(db: Database.Database) {
     this.#byKey = db.prepare(SQLITE_QUERY_SQL.get);
@@ -87,6 +106,7 @@ export class SqliteTimerQueries implements TimerQueries {
     this.#countByState = db.prepare(SQLITE_QUERY_SQL.countByState);
     this.#nextDue = db.prepare(SQLITE_QUERY_SQL.nextDue);
     this.#tenants = db.prepare(SQLITE_QUERY_SQL.tenants);
+    this.#scanChanged = new Map((["tenant", "state", "createdBy"] as const).map((by) => [by, db.prepare(scanChanged(by))]));
   }
 
   async get(key: TimerKey): Promise<TimerRecord | undefined> {
@@ -105,6 +125,23 @@ export class SqliteTimerQueries implements TimerQueries {
           dueBeforeMs: query.dueBeforeMs ?? NO_UPPER_BOUND,
           startDueAtMs: start.dueAtMs,
           startServiceCallId: start.serviceCallId,
+          scanLimit,
+        }),
+      (ids) => ids.flatMap((serviceCallId) => this.#byKey.get({ tenantId, serviceCallId }) ?? []),
+    );
+  }
+
+  async listChanged(query: TimerListQuery): Promise<ChangedPage> {
+    const { tenantId } = query;
+    return listByChanged(
+      query,
+      ({ index, before, sinceMs, scanLimit }) =>
+        this.#scanChanged.get(index.by)!.all({
+          tenantId,
+          ...(index.by === "state" ? { state: index.state } : index.by === "createdBy" ? { createdBy: index.createdBy } : {}),
+          sinceMs,
+          beforeUpdatedAtMs: before.updatedAtMs,
+          beforeServiceCallId: before.serviceCallId,
           scanLimit,
         }),
       (ids) => ids.flatMap((serviceCallId) => this.#byKey.get({ tenantId, serviceCallId }) ?? []),

@@ -5,6 +5,7 @@ import type { Logger } from "../logger.js";
 import {
   DEFAULT_LIST_LIMIT,
   describeIssue,
+  encodeChangedCursor,
   encodeCursor,
   getRequestSchema,
   listRequestSchema,
@@ -104,16 +105,30 @@ export class TimerQueryService {
           const parsed = parse(listRequestSchema, request);
           if (!parsed.success) return invalid(parsed.message);
           const r = parsed.data;
-          const page = await queries.list({
+          const order = r.order ?? "due";
+          if (r.cursor != null && r.cursor.order !== order) return invalid(`cursor: is not a cursor of order ${order}`);
+          const query = {
             tenantId,
             ...(r.state == null ? {} : { state: r.state }),
             ...(r.serviceCallIdPrefix == null ? {} : { serviceCallIdPrefix: r.serviceCallIdPrefix }),
             ...(r.dueAfter == null ? {} : { dueAfterMs: r.dueAfter }),
             ...(r.dueBefore == null ? {} : { dueBeforeMs: r.dueBefore }),
-            ...(r.cursor == null ? {} : { after: r.cursor }),
+            ...(r.createdBy == null ? {} : { createdBy: r.createdBy }),
+            ...(r.changedSince == null ? {} : { changedSinceMs: r.changedSince }),
             limit: r.limit ?? DEFAULT_LIST_LIMIT,
             nowMs: clock.now(),
-          });
+          };
+          const cursor = r.cursor ?? undefined;
+          if (order === "changedDesc") {
+            const afterChanged = cursor?.order === "changedDesc" ? { ...cursor } : undefined;
+            const page = await queries.listChanged({ ...query, ...(afterChanged === undefined ? {} : { afterChanged }) });
+            return {
+              status: 200,
+              body: { timers: page.timers.map(timerView), nextCursor: page.next === null ? null : encodeChangedCursor(page.next) },
+            };
+          }
+          const after = cursor?.order === "due" ? { ...cursor } : undefined;
+          const page = await queries.list({ ...query, ...(after === undefined ? {} : { after }) });
           return {
             status: 200,
             body: { timers: page.timers.map(timerView), nextCursor: page.next === null ? null : encodeCursor(page.next) },
