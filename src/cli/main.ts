@@ -298,12 +298,15 @@ async function retry(flags: Flags): Promise<number> {
     return 0;
   }
   if (flags.id !== undefined) throw new UsageError("give --id or --state, not both");
-  if (!(RETRYABLE_STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${RETRYABLE_STATES.join(", ")}`);
+  if (!(RETRYABLE_STATES as readonly string[]).includes(state))
+    throw new UsageError(`--state must be one of ${RETRYABLE_STATES.join(", ")}`);
   const serviceCallIdPrefix = flags["id-prefix"];
   if (serviceCallIdPrefix !== undefined && !isServiceCallId(serviceCallIdPrefix))
     throw new UsageError("--id-prefix must be 1..256 characters without control characters");
   const count = await withConnection(flags, (nc) => retryMatching(nc, { prefix: prefixOf(flags), tenantId, state, serviceCallIdPrefix }));
-  process.stdout.write(`${JSON.stringify({ tenantId, state, ...(serviceCallIdPrefix === undefined ? {} : { serviceCallIdPrefix }), retried: count })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ tenantId, state, ...(serviceCallIdPrefix === undefined ? {} : { serviceCallIdPrefix }), retried: count })}\n`,
+  );
   return 0;
 }
 

@@ -28,7 +28,9 @@ afterAll(async () => {
 
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args, "--server", nats.url], { env: { ...process.env, TIMER_BROKER_URL: "" } });
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args, "--server", nats.url], {
+      env: { ...process.env, TIMER_BROKER_URL: "" },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -83,7 +85,10 @@ describe("timer-service retry (CONTRACT §14)", () => {
     const result = await cli("list", "--tenant", "cli-changed", "--order", "changed", "--since", "1h");
 
     expect(result.code).toBe(0);
-    const timers = result.stdout.trim().split("\n").map((line) => JSON.parse(line) as { serviceCallId: string; updatedAt: string });
+    const timers = result.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { serviceCallId: string; updatedAt: string });
     expect(timers.map((t) => t.serviceCallId)).toEqual(["third", "second", "first"]);
     expect(Date.parse(timers[0]!.updatedAt)).toBeGreaterThanOrEqual(Date.parse(timers[2]!.updatedAt));
     expect((await cli("list", "--tenant", "cli-changed", "--order", "sideways")).code).toBe(2);

@@ -65,7 +65,14 @@ describe("Postgres changedDesc scans (CONTRACT §14)", () => {
         ["scanChangedByState", "timer_schedules_tenant_state_updated_idx", []],
         ["scanChangedByCreatedBy", "timer_schedules_tenant_created_by_idx", ["alice"]],
       ] as const;
-      type Node = { "Node Type": string; "Index Name"?: string; "Scan Direction"?: string; Plans?: Node[]; "Shared Hit Blocks": number; "Shared Read Blocks": number };
+      type Node = {
+        "Node Type": string;
+        "Index Name"?: string;
+        "Scan Direction"?: string;
+        Plans?: Node[];
+        "Shared Hit Blocks": number;
+        "Shared Read Blocks": number;
+      };
       const all = (node: Node): Node[] => [node, ...(node.Plans ?? []).flatMap(all)];
       for (const [name, indexName, extra] of scans) {
         for (const mode of ["force_custom_plan", "force_generic_plan"]) {
@@ -77,8 +84,14 @@ describe("Postgres changedDesc scans (CONTRACT §14)", () => {
           const plan = rows[0]!["QUERY PLAN"][0].Plan;
           const nodes = all(plan);
           const label = `${name} ${mode}: ${nodes.map((n) => `${n["Node Type"]} ${n["Index Name"] ?? ""}`).join(" > ")}`;
-          expect(nodes.map((n) => n["Node Type"]), label).not.toContain("Sort");
-          expect(nodes.some((n) => n["Index Name"] === indexName && n["Scan Direction"] === "Backward"), label).toBe(true);
+          expect(
+            nodes.map((n) => n["Node Type"]),
+            label,
+          ).not.toContain("Sort");
+          expect(
+            nodes.some((n) => n["Index Name"] === indexName && n["Scan Direction"] === "Backward"),
+            label,
+          ).toBe(true);
           expect(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"], label).toBeLessThan(20);
         }
       }

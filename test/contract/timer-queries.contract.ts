@@ -269,7 +269,9 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
       });
 
       it("when paging changedDesc through 1,200 timers while some change, then none is listed twice and every unchanged one once", async () => {
-        const all = Array.from({ length: 1_200 }, (_, i) => record(`t${String(i).padStart(4, "0")}`, NOW + i, { updatedAtMs: NOW - 5_000 + (i % 300) }));
+        const all = Array.from({ length: 1_200 }, (_, i) =>
+          record(`t${String(i).padStart(4, "0")}`, NOW + i, { updatedAtMs: NOW - 5_000 + (i % 300) }),
+        );
         await harness.seed(all);
         const seen: TimerRecord[] = [];
         let afterChanged: ChangedPosition | undefined;
@@ -277,7 +279,11 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
         for (;;) {
           const page = await changed({ limit: 250, ...(afterChanged === undefined ? {} : { afterChanged }) });
           seen.push(...page.timers);
-          if (pages++ === 1) await harness.seed([{ ...all[0]!, updatedAtMs: NOW + 10 }, { ...all[1_199]!, updatedAtMs: NOW + 10 }]);
+          if (pages++ === 1)
+            await harness.seed([
+              { ...all[0]!, updatedAtMs: NOW + 10 },
+              { ...all[1_199]!, updatedAtMs: NOW + 10 },
+            ]);
           if (page.next === null) break;
           afterChanged = page.next;
         }
@@ -285,7 +291,11 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
         const listed = ids(seen);
         expect(new Set(listed).size).toBe(listed.length);
         const changedIds = new Set(["t0000", "t1199"]);
-        expect(listed.filter((id) => !changedIds.has(id)).sort()).toEqual(ids(all).filter((id) => !changedIds.has(id)).sort());
+        expect(listed.filter((id) => !changedIds.has(id)).sort()).toEqual(
+          ids(all)
+            .filter((id) => !changedIds.has(id))
+            .sort(),
+        );
         for (let i = 1; i < seen.length; i++) expect(seen[i - 1]!.updatedAtMs).toBeGreaterThanOrEqual(seen[i]!.updatedAtMs);
         expect((await changedAll({})).length).toBe(1_198);
       });

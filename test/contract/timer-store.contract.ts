@@ -535,7 +535,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       });
 
       it("when a Failed tracked timer is retried, then its tracking of publishes is cleared and survives a reopen that way", async (context) => {
-        await apply(schedule("work", NOW - 1, { delivery: { maxRetries: 0, backoffMs: 100, completionTimeoutMs: 1_000 }, createdVia: "api" }));
+        await apply(
+          schedule("work", NOW - 1, { delivery: { maxRetries: 0, backoffMs: 100, completionTimeoutMs: 1_000 }, createdVia: "api" }),
+        );
         const failed: DecideCommand = (current) =>
           current === undefined
             ? { outcome: "ignored", previous: current }

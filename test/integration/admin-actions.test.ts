@@ -95,7 +95,11 @@ describe("operator actions over HTTP (CONTRACT §14)", () => {
     const key = series("timer_admin_actions_total", { action: "retry" });
     expect(deltas(before, await scrapeMetrics(service), [key])[key]).toBe(3);
     const audit = service.logLines.filter((l) => l.includes('"operator action"')).map((l) => JSON.parse(l));
-    expect(audit).toEqual(expect.arrayContaining([expect.objectContaining({ action: "retry", tenantId: tenant, serviceCallId: late, count: 1, token: "admin" })]));
+    expect(audit).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ action: "retry", tenantId: tenant, serviceCallId: late, count: 1, token: "admin" }),
+      ]),
+    );
     expect(service.logLines.some((l) => l.includes(ADMIN) || l.includes(READER))).toBe(false);
   }, 60_000);
 
@@ -230,7 +234,9 @@ describe("operator actions over HTTP (CONTRACT §14)", () => {
     expect((await get(`order=changedDesc&changedSince=${since}`)).timers.map((t: any) => t.serviceCallId)).toEqual(["f3", "f2"]);
     expect(await httpGet(service.baseUrl, `/v1/tenants/${tenant}/timers?cursor=${first.nextCursor}`, ADMIN)).toMatchObject({ status: 400 });
     expect(await httpGet(service.baseUrl, `/v1/tenants/${tenant}/timers?order=newest`, ADMIN)).toMatchObject({ status: 400 });
-    expect(await httpGet(service.baseUrl, `/v1/tenants/${tenant}/timers?changedSince=2026-01-01T00:00:00`, ADMIN)).toMatchObject({ status: 400 });
+    expect(await httpGet(service.baseUrl, `/v1/tenants/${tenant}/timers?changedSince=2026-01-01T00:00:00`, ADMIN)).toMatchObject({
+      status: 400,
+    });
   }, 30_000);
 
   it.each(["__proto__=x", "constructor=x", "toString=x", "stat=Failed"])(

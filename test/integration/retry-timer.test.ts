@@ -84,7 +84,9 @@ describe("RetryTimer over NATS (CONTRACT §14)", () => {
       expect(event.body.payload.attempt ?? 1).toBe(1);
       expect(event.receivedAtMs - sentAt).toBeLessThan(10_000);
       // Published first, then recorded: the new state shows shortly after the event.
-      await eventually(async () => expect(await view(id)).toMatchObject({ generation: 2, state: state === "Missed" ? "Reached" : "Fired" }));
+      await eventually(async () =>
+        expect(await view(id)).toMatchObject({ generation: 2, state: state === "Missed" ? "Reached" : "Fired" }),
+      );
       const key = commandsSeries("RetryTimer", "accepted");
       await eventually(async () => expect(deltas(before, await scrapeMetrics(service), [key])[key]).toBe(1));
     },
@@ -116,6 +118,8 @@ describe("RetryTimer over NATS (CONTRACT §14)", () => {
     await eventually(async () => expect(deltas(before, await scrapeMetrics(service), [ignored])[ignored]).toBe(6));
     expect(await Promise.all([scheduled, reached, cancelled, fired, completed].map(view))).toEqual(views);
     const ids = new Set([scheduled, reached, cancelled, fired, completed]);
-    expect(client.received("DueTimeReached").filter((e) => ids.has(e.body.payload.serviceCallId) && e.body.payload.generation === 2)).toEqual([]);
+    expect(
+      client.received("DueTimeReached").filter((e) => ids.has(e.body.payload.serviceCallId) && e.body.payload.generation === 2),
+    ).toEqual([]);
   }, 60_000);
 });

@@ -16,7 +16,10 @@ function configError(env: Record<string, string>): ConfigError | undefined {
 
 describe("TIMER_ADMIN_READ_TOKEN (CONTRACT §14)", () => {
   it("when both tokens are valid and differ, then both are in the configuration", () => {
-    expect(loadConfig({ TIMER_ADMIN_TOKEN: ADMIN, TIMER_ADMIN_READ_TOKEN: READ })).toMatchObject({ adminToken: ADMIN, adminReadToken: READ });
+    expect(loadConfig({ TIMER_ADMIN_TOKEN: ADMIN, TIMER_ADMIN_READ_TOKEN: READ })).toMatchObject({
+      adminToken: ADMIN,
+      adminReadToken: READ,
+    });
   });
 
   it("when it is unset or empty, then there is no read-only token", () => {

@@ -8,7 +8,12 @@ const invalid = (message: string): ActionReply => ({ status: 400, body: { error:
 /** A POST to a path that is no action: the GET resources of §9 stay GET-only. */
 const notAnAction: ActionReply = {
   status: 405,
-  body: { error: { code: "METHOD_NOT_ALLOWED", message: "no action here; POST goes to …/timers/retry, …/timers/cancel, …/timers/{id}/retry|cancel" } },
+  body: {
+    error: {
+      code: "METHOD_NOT_ALLOWED",
+      message: "no action here; POST goes to …/timers/retry, …/timers/cancel, …/timers/{id}/retry|cancel",
+    },
+  },
 };
 
 /** The body as JSON (undefined when empty), or the 400 reply. */
@@ -25,7 +30,8 @@ async function readJsonBody(request: IncomingMessage): Promise<{ ok: true; body:
   if (type !== "application/json") return { ok: false, reply: invalid("the body must be JSON (Content-Type: application/json)") };
   try {
     const body: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks)));
-    if (typeof body !== "object" || body === null || Array.isArray(body)) return { ok: false, reply: invalid("the body must be a JSON object") };
+    if (typeof body !== "object" || body === null || Array.isArray(body))
+      return { ok: false, reply: invalid("the body must be a JSON object") };
     return { ok: true, body };
   } catch {
     return { ok: false, reply: invalid("the body is not UTF-8 JSON") };

@@ -87,7 +87,9 @@ export class MemoryTimerQueries implements TimerQueries {
       ({ index, before, sinceMs, scanLimit }) =>
         [...this.store.timers()]
           .filter((t) => t.tenantId === tenantId && t.updatedAtMs >= sinceMs)
-          .filter((t) => (index.by === "state" ? t.state === index.state : index.by === "createdBy" ? t.createdBy === index.createdBy : true))
+          .filter((t) =>
+            index.by === "state" ? t.state === index.state : index.by === "createdBy" ? t.createdBy === index.createdBy : true,
+          )
           .filter((t) => compareChangedDesc(t, before, compareCodePoints) > 0)
           .sort((a, b) => compareChangedDesc(a, b, compareCodePoints))
           .slice(0, scanLimit)

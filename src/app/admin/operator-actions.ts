@@ -42,8 +42,14 @@ export interface CommandSender {
 }
 
 export type ActionReply =
-  | { readonly status: 202; readonly body: { readonly commandIds: readonly string[]; readonly more?: boolean; readonly nextCursor?: string } }
-  | { readonly status: 400 | 404 | 405 | 500 | 503; readonly body: { readonly error: { readonly code: string; readonly message: string } } };
+  | {
+      readonly status: 202;
+      readonly body: { readonly commandIds: readonly string[]; readonly more?: boolean; readonly nextCursor?: string };
+    }
+  | {
+      readonly status: 400 | 404 | 405 | 500 | 503;
+      readonly body: { readonly error: { readonly code: string; readonly message: string } };
+    };
 
 export interface OperatorActionsDeps {
   readonly queries: TimerQueries;
@@ -63,7 +69,10 @@ const PAGE = 1_000;
  */
 const MAX_PAGES = 40;
 
-const error = (status: 400 | 404 | 500 | 503, code: string, message: string): ActionReply => ({ status, body: { error: { code, message } } });
+const error = (status: 400 | 404 | 500 | 503, code: string, message: string): ActionReply => ({
+  status,
+  body: { error: { code, message } },
+});
 const invalid = (message: string) => error(400, "INVALID_REQUEST", message);
 
 function parse<T extends z.ZodType>(schema: T, body: unknown): { ok: true; data: z.output<T> } | { ok: false; reply: ActionReply } {
@@ -124,7 +133,13 @@ export class OperatorActions {
       }
       const commands = ids.map((serviceCallId) => this.#command("retry", tenantId, { tenantId, serviceCallId }));
       await this.#send(commands);
-      this.#done("retry_bulk", token, { tenantId, state, serviceCallIdPrefix: serviceCallIdPrefix ?? undefined, count: commands.length, more });
+      this.#done("retry_bulk", token, {
+        tenantId,
+        state,
+        serviceCallIdPrefix: serviceCallIdPrefix ?? undefined,
+        count: commands.length,
+        more,
+      });
       return {
         status: 202,
         body: {
@@ -150,7 +165,13 @@ export class OperatorActions {
     });
   }
 
-  async #single(action: "retry" | "cancel", tenantId: string, serviceCallId: string, body: unknown, token: TokenKind): Promise<ActionReply> {
+  async #single(
+    action: "retry" | "cancel",
+    tenantId: string,
+    serviceCallId: string,
+    body: unknown,
+    token: TokenKind,
+  ): Promise<ActionReply> {
     if (!isTenantId(tenantId)) return invalid("tenant must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$");
     if (!isServiceCallId(serviceCallId)) return invalid("serviceCallId must be 1..256 code points without control characters");
     const parsed = parse(emptyRequestSchema, body);

@@ -12,7 +12,8 @@ export interface ChangedKey {
  * else its `state` range, else all of the tenant's timers; each ordered by (updated_at,
  * service_call_id) and walked backwards.
  */
-export type ChangedIndex = { readonly by: "createdBy"; readonly createdBy: string } | { readonly by: "state"; readonly state: string } | { readonly by: "tenant" };
+export type ChangedIndex =
+  { readonly by: "createdBy"; readonly createdBy: string } | { readonly by: "state"; readonly state: string } | { readonly by: "tenant" };
 
 export function changedIndexOf(query: TimerListQuery): ChangedIndex {
   if (query.createdBy !== undefined) return { by: "createdBy", createdBy: query.createdBy };
@@ -77,7 +78,8 @@ export async function listByChanged(
     timers.push(row);
   }
   if (last === undefined && scanned.length === scanLimit) last = scanned[scanned.length - 1];
-  const next: ChangedPosition | null = last === undefined ? null : { snapshotMs, updatedAtMs: last.updatedAtMs, serviceCallId: last.serviceCallId };
+  const next: ChangedPosition | null =
+    last === undefined ? null : { snapshotMs, updatedAtMs: last.updatedAtMs, serviceCallId: last.serviceCallId };
   return { timers, next };
 }
 

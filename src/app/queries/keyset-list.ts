@@ -42,7 +42,8 @@ export function scanStartOf(query: TimerListQuery): { readonly dueAtMs: number; 
 export function rowFilterOf(query: TimerListQuery): ((row: TimerRecord) => boolean) | undefined {
   const { createdBy, changedSinceMs } = query;
   if (createdBy === undefined && changedSinceMs === undefined) return undefined;
-  return (row) => (createdBy === undefined || row.createdBy === createdBy) && (changedSinceMs === undefined || row.updatedAtMs >= changedSinceMs);
+  return (row) =>
+    (createdBy === undefined || row.createdBy === createdBy) && (changedSinceMs === undefined || row.updatedAtMs >= changedSinceMs);
 }
 
 /** How many index entries to read for `query`. */
@@ -105,7 +106,8 @@ async function filteredPage(
   let last: ScannedKey | undefined;
   for (const key of matching) {
     const row = byId.get(key.serviceCallId);
-    if (row === undefined || row.state !== key.state || row.dueAtMs !== key.dueAtMs || row.updatedAtMs > snapshotMs || !rowFilter(row)) continue;
+    if (row === undefined || row.state !== key.state || row.dueAtMs !== key.dueAtMs || row.updatedAtMs > snapshotMs || !rowFilter(row))
+      continue;
     if (timers.length === query.limit) {
       last = { state: key.state, dueAtMs: timers[timers.length - 1]!.dueAtMs!, serviceCallId: timers[timers.length - 1]!.serviceCallId };
       break;

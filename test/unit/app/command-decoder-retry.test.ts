@@ -4,11 +4,23 @@ import { CommandDecoder } from "../../../src/app/commands/command-decoder.js";
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { rawCommand } from "../../support/fakes/command-messages.js";
 
-const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, clock: new FakeClock(T0), calendar: new CronerCalendar() });
+const decoder = new CommandDecoder({
+  subjectPrefix: "timer",
+  maxHorizonDays: 3650,
+  clock: new FakeClock(T0),
+  calendar: new CronerCalendar(),
+});
 
 describe("CommandDecoder: RetryTimer (CONTRACT §14)", () => {
   it("when an envelope arrives on the retry subject, then it is a retry command with the envelope's timestamp", () => {
-    const body = { id: "r1", type: "RetryTimer", tenantId: "acme", correlationId: "op", timestampMs: 42, payload: { tenantId: "acme", serviceCallId: "s" } };
+    const body = {
+      id: "r1",
+      type: "RetryTimer",
+      tenantId: "acme",
+      correlationId: "op",
+      timestampMs: 42,
+      payload: { tenantId: "acme", serviceCallId: "s" },
+    };
 
     const result = decoder.decode(rawCommand("timer.commands.retry.acme", body));
 
@@ -20,7 +32,9 @@ describe("CommandDecoder: RetryTimer (CONTRACT §14)", () => {
   });
 
   it("when a bare payload arrives, then the broker's timestamp is the command's", () => {
-    const result = decoder.decode(rawCommand("timer.commands.retry.acme", { tenantId: "acme", serviceCallId: "s" }, { brokerTimestampMs: 7 }));
+    const result = decoder.decode(
+      rawCommand("timer.commands.retry.acme", { tenantId: "acme", serviceCallId: "s" }, { brokerTimestampMs: 7 }),
+    );
 
     expect(result.ok && result.command).toMatchObject({ kind: "retry", timestampMs: 7 });
   });
