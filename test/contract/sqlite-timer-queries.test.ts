@@ -25,6 +25,10 @@ describe("SQLite query plans", () => {
     beforeServiceCallId: "",
     state: "Failed",
     createdBy: "alice",
+    fromMs: 0,
+    toMs: 10,
+    bucketMs: 1,
+    capPlusOne: 11,
   };
 
   it("when a query or a retention delete of timers runs, then it is served by an index, never a scan of timer_schedules", async () => {
@@ -49,6 +53,8 @@ describe("SQLite query plans", () => {
       expect(plan("scanOneState")).toContain("COVERING INDEX timer_schedules_tenant_state_due_idx");
       expect(plan("countByState")).toContain("SEARCH timer_state_counts USING PRIMARY KEY (tenant_id=?)");
       // CONTRACT §14 changedDesc: a backwards walk of an updated_at index, no sort step.
+      expect(plan("dueBuckets")).toContain("COVERING INDEX timer_schedules_tenant_state_due_idx");
+      expect(plan("overdueCount")).toContain("COVERING INDEX timer_schedules_tenant_state_due_idx");
       expect(plan("scanChangedByTenant")).toContain("COVERING INDEX timer_schedules_tenant_updated_idx");
       expect(plan("scanChangedByState")).toContain("COVERING INDEX timer_schedules_tenant_state_updated_idx");
       expect(plan("scanChangedByCreatedBy")).toContain("COVERING INDEX timer_schedules_tenant_created_by_idx");

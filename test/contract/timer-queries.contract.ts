@@ -301,6 +301,31 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
       });
     });
 
+    it("when the due histogram is asked, then Scheduled timers count as overdue or in their hour, and each part stops at the cap", async () => {
+      const HOUR = 3_600_000;
+      await harness.seed([
+        record("o1", NOW - 5),
+        record("o2", NOW - HOUR * 30),
+        record("h0a", NOW),
+        record("h0b", NOW + HOUR - 1),
+        record("h2", NOW + HOUR * 2 + 5),
+        record("h23", NOW + HOUR * 23 + 1),
+        record("later", NOW + HOUR * 24),
+        record("reached", NOW + 10, { state: "Reached" }),
+        record("elsewhere", NOW + 10, { tenantId: "globex" }),
+      ]);
+      const query = { tenantId: TENANT, fromMs: NOW, bucketMs: HOUR, buckets: 24 };
+
+      const full = await queries.dueHistogram({ ...query, cap: 1_000 });
+      expect(full).toMatchObject({ overdue: 2, overdueCapped: false, capped: false });
+      expect(full.counts).toEqual(Array.from({ length: 24 }, (_, i) => ({ 0: 2, 2: 1, 23: 1 })[i] ?? 0));
+
+      const capped = await queries.dueHistogram({ ...query, cap: 2 });
+      expect(capped).toMatchObject({ overdue: 2, overdueCapped: false, capped: true });
+      expect(capped.counts.reduce((a, b) => a + b, 0)).toBe(2);
+      expect((await queries.dueHistogram({ ...query, cap: 1 })).overdueCapped).toBe(true);
+    });
+
     it("when stats are asked, then they count the tenant's timers by state and give its next due time", async () => {
       await harness.seed([
         record("s1", NOW + 5_000),

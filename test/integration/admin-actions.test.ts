@@ -239,6 +239,19 @@ describe("operator actions over HTTP (CONTRACT §14)", () => {
     });
   }, 30_000);
 
+  it("when the due histogram is asked, then it counts overdue and per-hour Scheduled timers for 24 h; parameters are refused", async () => {
+    const tenant = uniqueId("chart");
+    for (const h of [0, 2, 2]) await schedule(tenant, `c-${h}-${Math.random()}`, Date.now() + h * 3_600_000 + 120_000);
+    await eventually(async () => expect((await httpGet(service.baseUrl, `/v1/tenants/${tenant}/stats`, ADMIN)).body.scheduled).toBe(3));
+
+    const reply = await httpGet(service.baseUrl, `/v1/tenants/${tenant}/due-histogram`, READER);
+
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ tenantId: tenant, overdue: 0, overdueCapped: false, capped: false });
+    expect(reply.body.hours.map((h: any) => h.count)).toEqual(Array.from({ length: 24 }, (_, i) => (i === 0 ? 1 : i === 2 ? 2 : 0)));
+    expect((await httpGet(service.baseUrl, `/v1/tenants/${tenant}/due-histogram?hours=48`, ADMIN)).status).toBe(400);
+  }, 30_000);
+
   it.each(["__proto__=x", "constructor=x", "toString=x", "stat=Failed"])(
     "when a GET list carries the unknown query parameter %s, then 400 INVALID_REQUEST",
     async (query) => {

@@ -128,6 +128,22 @@ describe("operator actions on the admin page in Chromium (CONTRACT §14)", () =>
     await page.close();
   }, 90_000);
 
+  it("when timers are due over the next hours, then the chart draws a bar per hour with their counts", async () => {
+    const inHours = (h: number) => Date.now() + h * 3_600_000 + 60_000;
+    for (const [i, h] of [0, 0, 0, 5, 5, 23].entries()) await schedule(`coming-${i}`, inHours(h));
+    await stateOf("coming-5", "Scheduled");
+    const { page } = await openPage(TOKEN);
+
+    await eventually(async () => expect(await page.locator("#chart rect").count()).toBe(25), 15_000);
+    const titles = await page.locator("#chart rect title").allTextContents();
+    expect(titles[0]).toMatch(/^overdue: \d+$/);
+    expect(titles[1]).toMatch(/^\+0h \(\d\d:\d\dZ\): 3$/);
+    expect(titles[6]).toMatch(/: 2$/);
+    expect(titles[24]).toMatch(/: 1$/);
+    await page.locator("#chart").screenshot({ path: join(ARTIFACTS, "admin-chart.png") });
+    await page.close();
+  }, 30_000);
+
   it("when the operator declines the confirmation, then nothing is sent", async () => {
     const page = await browser.newPage();
     page.on("dialog", (dialog) => void dialog.dismiss());

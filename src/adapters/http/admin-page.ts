@@ -36,6 +36,10 @@ const HTML = `<!doctype html>
   <p><label for="tenant">Tenant</label> <select id="tenant"></select></p>
   <p id="action-result" role="status"></p>
   <section>
+    <h2>Coming up: due per hour, next 24 h</h2>
+    <div id="chart"></div>
+  </section>
+  <section>
     <h2>Next due</h2>
     <table id="next"><thead><tr><th>serviceCallId</th><th>dueAt</th><th>state</th><th></th></tr></thead><tbody></tbody></table>
   </section>
@@ -64,6 +68,7 @@ header{display:flex;gap:1rem;align-items:baseline}h1{font-size:1.3rem}h2{font-si
 table{border-collapse:collapse}th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:left;font-variant-numeric:tabular-nums}
 th{background:#f4f4f4}#status{color:#666}#login-error{color:#b00}pre{background:#f7f7f7;padding:.6rem;max-width:60rem;overflow:auto}
 td.num{text-align:right}.late{color:#b00}.escaped{color:#a0a;font-family:monospace}
+#chart svg{border:1px solid #eee;background:#fcfcfc}#chart .bar{fill:#4a7bd0}#chart .overdue{fill:#c0392b}#chart text{font-size:10px;fill:#555}
 #action-result{min-height:1.4em;font-weight:600}#action-result.error{color:#b00}td button{font-size:12px}
 `;
 
@@ -193,7 +198,35 @@ async function refresh() {
   }
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+function svg(name, attributes, text) {
+  const node = document.createElementNS(SVG, name);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** The tenant's Scheduled timers overdue now and per hour for 24 h, as an inline SVG bar chart. */
+function drawChart(histogram) {
+  const bars = [{ label: "overdue", count: histogram.overdue, capped: histogram.overdueCapped, overdue: true }]
+    .concat(histogram.hours.map((h, i) => ({ label: "+" + i + "h (" + h.start.slice(11, 16) + "Z)", count: h.count, capped: histogram.capped })));
+  const W = 22, H = 120, TOP = 14, BOTTOM = 18;
+  const max = Math.max(1, ...bars.map((b) => b.count));
+  const chart = svg("svg", { width: bars.length * W + 10, height: H + TOP + BOTTOM, role: "img", "aria-label": "timers due per hour" });
+  bars.forEach((b, i) => {
+    const height = Math.round((b.count / max) * H);
+    const x = 5 + i * W;
+    const rect = svg("rect", { x, y: TOP + H - height, width: W - 4, height, class: b.overdue ? "overdue" : "bar" });
+    rect.append(svg("title", {}, b.label + ": " + b.count + (b.capped ? "+" : "")));
+    chart.append(rect);
+    if (b.count > 0) chart.append(svg("text", { x: x + (W - 4) / 2, y: TOP + H - height - 2, "text-anchor": "middle" }, b.count > 9999 ? Math.round(b.count / 1000) + "k" : String(b.count)));
+    if (b.overdue || (i - 1) % 6 === 0) chart.append(svg("text", { x, y: TOP + H + 12 }, b.overdue ? "late" : "+" + (i - 1) + "h"));
+  });
+  $("chart").replaceChildren(chart);
+}
+
 async function showTenant(tenant) {
+  drawChart((await api("/v1/tenants/" + encodeURIComponent(tenant) + "/due-histogram")).body);
   const base = "/v1/tenants/" + encodeURIComponent(tenant) + "/timers?";
   const next = (await api(base + "state=Scheduled&limit=10")).body.timers;
   fill("next", next, (row, t) => {

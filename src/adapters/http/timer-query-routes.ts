@@ -143,6 +143,9 @@ async function route(url: string, queries: TimerQueryService): Promise<{ readonl
   }
   let endpoint: QueryEndpoint;
   let body: Record<string, unknown> = request;
+  if (resource === "due-histogram" && serviceCallId === undefined) {
+    return Object.keys(request).length > 0 ? invalid("due-histogram takes no parameters") : queries.dueHistogram(tenantId);
+  }
   if (resource === "stats" && serviceCallId === undefined) endpoint = "stats";
   else if (resource === "timers" && serviceCallId === undefined) endpoint = "list";
   else if (resource === "timers" && serviceCallId !== undefined) {

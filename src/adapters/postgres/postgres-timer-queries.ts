@@ -1,10 +1,13 @@
 import type pg from "pg";
 import { NO_UPPER_BOUND, listByKeyset, scanStartOf, type ScannedKey } from "../../app/queries/keyset-list.js";
 import { listByChanged, type ChangedIndex, type ChangedKey } from "../../app/queries/changed-list.js";
+import { histogramOf, windowEndOf } from "../../app/queries/due-histogram.js";
 import {
   TIMER_STATES,
   type StoredTimerState,
   type ChangedPage,
+  type DueHistogram,
+  type DueHistogramQuery,
   type TimerCounts,
   type TimerListQuery,
   type TimerPage,
@@ -68,6 +71,14 @@ function scanChanged(by: ChangedIndex["by"], state: StoredTimerState = "Failed")
 }
 
 export const POSTGRES_QUERY_SQL = {
+  // The chart of what is coming: bounded walks of the Scheduled slice, index only. $1 tenant,
+  // $2 from, $3 bucket length, $4 window end, $5 cap + 1.
+  dueBuckets: `SELECT ((due_at - $2) / $3)::int AS bucket, count(*)::int AS count FROM (
+      SELECT due_at FROM timer_schedules WHERE tenant_id = $1 AND state = 'Scheduled' AND due_at >= $2 AND due_at < $4
+      ORDER BY due_at LIMIT $5) w
+    GROUP BY 1`,
+  overdueCount: `SELECT count(*)::int AS count FROM (
+      SELECT 1 FROM timer_schedules WHERE tenant_id = $1 AND state = 'Scheduled' AND due_at < $2 LIMIT $3) o`,
   scanChangedByTenant: scanChanged("tenant"),
   scanChangedByState: scanChanged("state"),
   scanChangedByCreatedBy: scanChanged("createdBy"),
@@ -146,6 +157,23 @@ export class PostgresTimerQueries implements TimerQueries {
         return rows.map(recordOf);
       },
     );
+  }
+
+  async dueHistogram(query: DueHistogramQuery): Promise<DueHistogram> {
+    const { tenantId, fromMs, bucketMs, cap } = query;
+    const [buckets, overdue] = await Promise.all([
+      this.pool.query<{ bucket: number; count: number }>({
+        name: "timer-query-due-buckets",
+        text: POSTGRES_QUERY_SQL.dueBuckets,
+        values: [tenantId, fromMs, bucketMs, windowEndOf(query), cap + 1],
+      }),
+      this.pool.query<{ count: number }>({
+        name: "timer-query-overdue",
+        text: POSTGRES_QUERY_SQL.overdueCount,
+        values: [tenantId, fromMs, cap + 1],
+      }),
+    ]);
+    return histogramOf(query, overdue.rows[0]?.count ?? 0, buckets.rows);
   }
 
   async stats(tenantId: string): Promise<TimerCounts> {

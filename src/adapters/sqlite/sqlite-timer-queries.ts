@@ -1,10 +1,13 @@
 import type Database from "better-sqlite3";
 import { NO_UPPER_BOUND, listByKeyset, scanStartOf, type ScannedKey } from "../../app/queries/keyset-list.js";
 import { listByChanged, type ChangedIndex, type ChangedKey } from "../../app/queries/changed-list.js";
+import { histogramOf, windowEndOf, type BucketCount } from "../../app/queries/due-histogram.js";
 import {
   TIMER_STATES,
   type StoredTimerState,
   type ChangedPage,
+  type DueHistogram,
+  type DueHistogramQuery,
   type TimerCounts,
   type TimerListQuery,
   type TimerPage,
@@ -55,6 +58,16 @@ export const SQLITE_QUERY_SQL = {
   get: `SELECT ${RECORD_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
   scanOneState: scanBranch("Scheduled"),
   scanAllStates: SCAN_ALL_STATES,
+  // The chart of what is coming: bounded walks of the Scheduled slice, index only.
+  dueBuckets: `
+    SELECT CAST((due_at - @fromMs) / @bucketMs AS INTEGER) AS bucket, count(*) AS count FROM (
+      SELECT due_at FROM timer_schedules
+      WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at >= @fromMs AND due_at < @toMs
+      ORDER BY due_at LIMIT @capPlusOne)
+    GROUP BY bucket`,
+  overdueCount: `
+    SELECT count(*) AS count FROM (
+      SELECT 1 FROM timer_schedules WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at < @fromMs LIMIT @capPlusOne)`,
   scanChangedByTenant: scanChanged("tenant"),
   scanChangedByState: scanChanged("state"),
   scanChangedByCreatedBy: scanChanged("createdBy"),
@@ -97,6 +110,8 @@ export class SqliteTimerQueries implements TimerQueries {
   >;
   readonly #nextDue: Database.Statement<[{ tenantId: string }], { dueAtMs: number | null }>;
   readonly #tenants: Database.Statement<[{ limit: number }], { tenantId: string }>;
+  readonly #dueBuckets: Database.Statement<[Record<string, unknown>], BucketCount>;
+  readonly #overdueCount: Database.Statement<[Record<string, unknown>], { count: number }>;
   readonly #scanChanged: ReadonlyMap<ChangedIndex["by"], Database.Statement<[Record<string, unknown>], ChangedKey>>;
 
   constructor(db: Database.Database) {
@@ -106,6 +121,8 @@ export class SqliteTimerQueries implements TimerQueries {
     this.#countByState = db.prepare(SQLITE_QUERY_SQL.countByState);
     this.#nextDue = db.prepare(SQLITE_QUERY_SQL.nextDue);
     this.#tenants = db.prepare(SQLITE_QUERY_SQL.tenants);
+    this.#dueBuckets = db.prepare(SQLITE_QUERY_SQL.dueBuckets);
+    this.#overdueCount = db.prepare(SQLITE_QUERY_SQL.overdueCount);
     this.#scanChanged = new Map((["tenant", "state", "createdBy"] as const).map((by) => [by, db.prepare(scanChanged(by))]));
   }
 
@@ -146,6 +163,13 @@ export class SqliteTimerQueries implements TimerQueries {
         }),
       (ids) => ids.flatMap((serviceCallId) => this.#byKey.get({ tenantId, serviceCallId }) ?? []),
     );
+  }
+
+  async dueHistogram(query: DueHistogramQuery): Promise<DueHistogram> {
+    const { tenantId, fromMs, bucketMs, cap } = query;
+    const params = { tenantId, fromMs, bucketMs, toMs: windowEndOf(query), capPlusOne: cap + 1 };
+    const overdue = this.#overdueCount.get(params)?.count ?? 0;
+    return histogramOf(query, overdue, this.#dueBuckets.all(params));
   }
 
   async stats(tenantId: string): Promise<TimerCounts> {

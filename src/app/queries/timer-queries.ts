@@ -94,6 +94,26 @@ export interface ChangedPage {
   readonly next: ChangedPosition | null;
 }
 
+/** `Scheduled` timers of one tenant by due time: overdue ones, then `buckets` ranges of `bucketMs`. */
+export interface DueHistogramQuery {
+  readonly tenantId: string;
+  readonly fromMs: number;
+  readonly bucketMs: number;
+  readonly buckets: number;
+  /** Index entries counted at most, per part: beyond it the count is a lower bound (`capped`). */
+  readonly cap: number;
+}
+
+export interface DueHistogram {
+  /** Due before `fromMs`. */
+  readonly overdue: number;
+  readonly overdueCapped: boolean;
+  /** One count per bucket, in time order. */
+  readonly counts: readonly number[];
+  /** The buckets hold more than `cap` timers: the last counts are too low. */
+  readonly capped: boolean;
+}
+
 export interface TimerCounts {
   readonly byState: Readonly<Record<StoredTimerState, number>>;
   /** Earliest dueAtMs of a Scheduled timer. */
@@ -117,6 +137,11 @@ export interface TimerQueries {
    */
   listChanged(query: TimerListQuery): Promise<ChangedPage>;
   stats(tenantId: string): Promise<TimerCounts>;
+  /**
+   * What is coming (the admin page's chart): a bounded walk of the tenant's `Scheduled` slice of
+   * the (tenant, state, due_at) index, index only, at most `cap` entries for each part.
+   */
+  dueHistogram(query: DueHistogramQuery): Promise<DueHistogram>;
   /** Tenants that have at least one stored timer, in code point order, at most `limit`. */
   tenants(limit: number): Promise<string[]>;
 }
