@@ -140,7 +140,11 @@ describe("operator actions on the admin page in Chromium (CONTRACT §14)", () =>
     expect(titles[1]).toMatch(/^\+0h \(\d\d:\d\dZ\): 3$/);
     expect(titles[6]).toMatch(/: 2$/);
     expect(titles[24]).toMatch(/: 1$/);
+    // The fires-per-minute sparkline needs two samples of /metrics: one refresh later.
+    await page.waitForSelector("#sparkline polyline", { state: "attached", timeout: 15_000 });
+    await eventually(async () => expect(await page.locator("#fire-rate").innerText()).toMatch(/^\d+\/min now$/), 15_000);
     await page.locator("#chart").screenshot({ path: join(ARTIFACTS, "admin-chart.png") });
+    await page.screenshot({ path: join(ARTIFACTS, "admin-overview.png"), fullPage: true });
     await page.close();
   }, 30_000);
 

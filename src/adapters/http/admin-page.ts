@@ -31,6 +31,7 @@ const HTML = `<!doctype html>
 <main id="main" hidden>
   <section>
     <h2>Timers by state, per tenant</h2>
+    <p>Fires per minute (all tenants, this instance, last 10 min): <span id="sparkline"></span> <span id="fire-rate"></span></p>
     <table id="counts"><thead><tr><th>tenant</th><th>Scheduled</th><th>Reached</th><th>Missed</th><th>Cancelled</th><th>Fired</th><th>Completed</th><th>Failed</th><th>TimedOut</th><th>next due</th><th>oldest overdue</th></tr></thead><tbody></tbody></table>
   </section>
   <p><label for="tenant">Tenant</label> <select id="tenant"></select></p>
@@ -191,6 +192,7 @@ async function refresh() {
     const select = $("tenant");
     const chosen = select.value || tenants[0] || "";
     select.replaceChildren(...tenants.map((t) => new Option(t, t, false, t === chosen)));
+    await sampleFires().catch(() => undefined);
     if (chosen) await showTenant(chosen);
     $("status").textContent = "updated " + new Date().toLocaleTimeString();
   } catch (error) {
@@ -223,6 +225,30 @@ function drawChart(histogram) {
     if (b.overdue || (i - 1) % 6 === 0) chart.append(svg("text", { x, y: TOP + H + 12 }, b.overdue ? "late" : "+" + (i - 1) + "h"));
   });
   $("chart").replaceChildren(chart);
+}
+
+// Fires per minute from what the service already counts (timer_schedules_processed_total on the
+// open /metrics), sampled at each refresh; this instance's counter, kept for 10 minutes.
+const samples = [];
+async function sampleFires() {
+  const text = await (await fetch("/metrics")).text();
+  const match = /^timer_schedules_processed_total (\\d+(?:\\.\\d+)?)$/m.exec(text);
+  if (!match) return;
+  const now = Date.now();
+  samples.push({ at: now, total: Number(match[1]) });
+  while (samples.length > 0 && samples[0].at < now - 600000) samples.shift();
+  const rates = [];
+  for (let i = 1; i < samples.length; i++) {
+    const minutes = (samples[i].at - samples[i - 1].at) / 60000;
+    rates.push(minutes > 0 ? Math.max(0, samples[i].total - samples[i - 1].total) / minutes : 0);
+  }
+  const W = 160, H = 24;
+  const max = Math.max(1, ...rates);
+  const points = rates.map((r, i) => (rates.length < 2 ? 0 : (i / (rates.length - 1)) * W).toFixed(1) + "," + (H - (r / max) * (H - 2) - 1).toFixed(1));
+  const line = svg("svg", { width: W, height: H, role: "img", "aria-label": "fires per minute" });
+  line.append(svg("polyline", { points: points.join(" "), fill: "none", stroke: "#4a7bd0", "stroke-width": 1.5 }));
+  $("sparkline").replaceChildren(line);
+  $("fire-rate").textContent = rates.length === 0 ? "" : Math.round(rates[rates.length - 1]) + "/min now";
 }
 
 async function showTenant(tenant) {
