@@ -34,7 +34,7 @@ interface Policy {
 }
 
 type Step =
-  | { kind: "schedule"; key: string; slot: number; ts: number; policy: Policy | null }
+  | { kind: "schedule"; key: string; slot: number; ts: number; policy: Policy | null; lateness: number | null }
   | { kind: "complete"; key: string; ts: number; result: string | null }
   | { kind: "fail"; key: string; ts: number; reason: string }
   | { kind: "retry"; key: string; ts: number }
@@ -63,6 +63,8 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       slot: fc.integer({ min: 0, max: 6 }),
       ts: tsArb,
       policy: policyArb,
+      // maxLatenessMs: late polls make such a timer Missed (CONTRACT §10), which RetryTimer re-arms.
+      lateness: fc.option(fc.constantFrom(0, 0, 1_000), { freq: 2 }),
     }),
   },
   {
@@ -70,7 +72,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant("complete" as const), key: keyArb, ts: tsArb, result: fc.constantFrom(null, "ok") }),
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("fail" as const), key: keyArb, ts: tsArb, reason: fc.constantFrom("e1", "e2") }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("retry" as const), key: keyArb, ts: tsArb }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("retry" as const), key: keyArb, ts: tsArb }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 3_000 }) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("pollDue" as const) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("pollDeadlines" as const) }) },
@@ -81,9 +83,10 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 // The reference model of §3 (schedule) and §11, written out directly.
 
 interface ModelTimer {
-  state: "Scheduled" | "Reached" | "Fired" | "Completed" | "Failed" | "TimedOut";
+  state: "Scheduled" | "Reached" | "Fired" | "Completed" | "Failed" | "TimedOut" | "Missed";
   dueAtMs: number;
   policy: Policy | null;
+  lateness: number | null;
   commandTs: number;
   /** Publishes so far. */
   attempt: number;
@@ -102,13 +105,14 @@ class Model {
   /** Every publish: key and attempt (0 for an untracked timer). */
   readonly published: string[] = [];
 
-  schedule(key: string, dueAtMs: number, ts: number, policy: Policy | null): void {
+  schedule(key: string, dueAtMs: number, ts: number, policy: Policy | null, lateness: number | null): void {
     const timer = this.timers.get(key);
     if (timer === undefined) {
       this.timers.set(key, {
         state: "Scheduled",
         dueAtMs,
         policy,
+        lateness,
         commandTs: ts,
         attempt: 0,
         awaitingReport: false,
@@ -121,7 +125,7 @@ class Model {
       return;
     }
     if (timer.state !== "Scheduled" || ts < timer.commandTs) return;
-    Object.assign(timer, { dueAtMs, policy, commandTs: ts });
+    Object.assign(timer, { dueAtMs, policy, lateness, commandTs: ts });
   }
 
   /** §11: a failure of the publish awaiting its report: retry after backoff × 2^(attempt−1), or final. */
@@ -150,13 +154,17 @@ class Model {
     this.failure(timer, reason, nowMs);
   }
 
-  /** §14: Failed or TimedOut, and newer than the last command: due now (its timestamp), attempts from 1. */
+  /**
+   * §14: Failed, TimedOut or Missed, and newer than the last command: due at its timestamp (so at
+   * once), attempts from 1, and (docs/design/messages.md §14) whatever its lateness.
+   */
   retry(key: string, ts: number): void {
     const timer = this.timers.get(key);
-    if ((timer?.state !== "Failed" && timer?.state !== "TimedOut") || ts <= timer.commandTs) return;
+    if (timer === undefined || !["Failed", "TimedOut", "Missed"].includes(timer.state) || ts <= timer.commandTs) return;
     Object.assign(timer, {
       state: "Scheduled",
       dueAtMs: ts,
+      lateness: null,
       commandTs: ts,
       attempt: 0,
       awaitingReport: false,
@@ -170,6 +178,11 @@ class Model {
   pollDue(nowMs: number): void {
     for (const [key, timer] of this.timers) {
       if (timer.state !== "Scheduled" || timer.dueAtMs > nowMs) continue;
+      if (timer.lateness !== null && nowMs - timer.dueAtMs > timer.lateness) {
+        // Published as DueTimeMissed instead; a one-shot timer ends Missed.
+        timer.state = "Missed";
+        continue;
+      }
       if (timer.policy === null) {
         timer.state = "Reached";
         this.published.push(`${key}#0`);
@@ -206,140 +219,145 @@ class Model {
 describe("completion tracking against its model (CONTRACT §11)", () => {
   it("when random schedules, reports, clock moves, polls and restarts run, then the service matches the model", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 40 }), async (steps) => {
-        const folder = mkdtempSync(join(tmpdir(), "delivery-model-"));
-        const path = join(folder, "timer.db");
-        const clock = new FakeClock(T0);
-        const publisher = new RecordingEventPublisher();
-        const metrics = new RecordingMetrics();
-        const calendar = new CronerCalendar();
-        let store: SqliteTimerStore = openSqliteTimerStore({ path });
-        const build = () => ({
-          processor: new TimerCommandProcessor({
-            decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 10, clock, calendar }),
-            store,
-            publisher,
-            clock,
-            metrics,
-            logger: silentLogger,
-            onScheduled: () => undefined,
-          }),
-          due: new DueTimerWorker({
-            store,
-            publisher,
-            clock,
-            metrics,
-            logger: silentLogger,
-            batchSize: 2,
-            owner: "a",
-            claimTtlMs: 30_000,
-            calendar,
-          }),
-          deadlines: new DeliveryDeadlineWorker({
-            store,
-            publisher,
-            clock,
-            metrics,
-            logger: silentLogger,
-            batchSize: 2,
-            owner: "a",
-            claimTtlMs: 30_000,
-          }),
-        });
-        let app = build();
-        const model = new Model();
-        let id = 0;
-        const send = (kind: string, type: string, ts: number, payload: Record<string, unknown>) =>
-          app.processor.process([
-            rawCommand(`timer.commands.${kind}.t`, {
-              id: `m${++id}`,
-              type,
-              tenantId: "t",
-              timestampMs: ts,
-              payload: { tenantId: "t", ...payload },
+      fc.asyncProperty(
+        // Full-length runs: a Missed timer and a later retry of it need several steps in a row.
+        fc.array(stepArb, { minLength: 1, maxLength: 40, size: "max" }),
+        async (steps) => {
+          const folder = mkdtempSync(join(tmpdir(), "delivery-model-"));
+          const path = join(folder, "timer.db");
+          const clock = new FakeClock(T0);
+          const publisher = new RecordingEventPublisher();
+          const metrics = new RecordingMetrics();
+          const calendar = new CronerCalendar();
+          let store: SqliteTimerStore = openSqliteTimerStore({ path });
+          const build = () => ({
+            processor: new TimerCommandProcessor({
+              decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 10, clock, calendar }),
+              store,
+              publisher,
+              clock,
+              metrics,
+              logger: silentLogger,
+              onScheduled: () => undefined,
             }),
-          ]);
-        try {
-          for (const step of steps) {
-            const nowMs = clock.now();
-            switch (step.kind) {
-              case "schedule": {
-                const dueAtMs = T0 + step.slot * 500;
-                await send("schedule", "ScheduleTimer", step.ts, {
-                  serviceCallId: step.key,
-                  dueAt: new Date(dueAtMs).toISOString(),
-                  ...(step.policy === null ? {} : { delivery: step.policy }),
-                });
-                model.schedule(step.key, dueAtMs, step.ts, step.policy);
-                break;
+            due: new DueTimerWorker({
+              store,
+              publisher,
+              clock,
+              metrics,
+              logger: silentLogger,
+              batchSize: 2,
+              owner: "a",
+              claimTtlMs: 30_000,
+              calendar,
+            }),
+            deadlines: new DeliveryDeadlineWorker({
+              store,
+              publisher,
+              clock,
+              metrics,
+              logger: silentLogger,
+              batchSize: 2,
+              owner: "a",
+              claimTtlMs: 30_000,
+            }),
+          });
+          let app = build();
+          const model = new Model();
+          let id = 0;
+          const send = (kind: string, type: string, ts: number, payload: Record<string, unknown>) =>
+            app.processor.process([
+              rawCommand(`timer.commands.${kind}.t`, {
+                id: `m${++id}`,
+                type,
+                tenantId: "t",
+                timestampMs: ts,
+                payload: { tenantId: "t", ...payload },
+              }),
+            ]);
+          try {
+            for (const step of steps) {
+              const nowMs = clock.now();
+              switch (step.kind) {
+                case "schedule": {
+                  const dueAtMs = T0 + step.slot * 500;
+                  await send("schedule", "ScheduleTimer", step.ts, {
+                    serviceCallId: step.key,
+                    dueAt: new Date(dueAtMs).toISOString(),
+                    ...(step.policy === null ? {} : { delivery: step.policy }),
+                    ...(step.lateness === null ? {} : { maxLatenessMs: step.lateness }),
+                  });
+                  model.schedule(step.key, dueAtMs, step.ts, step.policy, step.lateness);
+                  break;
+                }
+                case "complete":
+                  await send("complete", "TimerCompleted", step.ts, {
+                    serviceCallId: step.key,
+                    ...(step.result === null ? {} : { result: step.result }),
+                  });
+                  model.complete(step.key, step.ts, step.result, nowMs);
+                  break;
+                case "fail":
+                  await send("fail", "TimerFailed", step.ts, { serviceCallId: step.key, reason: step.reason });
+                  model.fail(step.key, step.ts, step.reason, nowMs);
+                  break;
+                case "retry":
+                  await send("retry", "RetryTimer", step.ts, { serviceCallId: step.key });
+                  model.retry(step.key, step.ts);
+                  break;
+                case "advance":
+                  clock.advance(step.ms);
+                  break;
+                case "pollDue":
+                  while ((await app.due.poll()).full);
+                  model.pollDue(nowMs);
+                  break;
+                case "pollDeadlines":
+                  while ((await app.deadlines.poll()).full);
+                  model.pollDeadlines(nowMs);
+                  break;
+                case "restart":
+                  await store.close();
+                  store = openSqliteTimerStore({ path });
+                  app = build();
+                  break;
               }
-              case "complete":
-                await send("complete", "TimerCompleted", step.ts, {
-                  serviceCallId: step.key,
-                  ...(step.result === null ? {} : { result: step.result }),
+              const published = publisher.dueTimeReached.map((e) => `${e.serviceCallId}#${e.attempt ?? 0}`);
+              expect(published.sort()).toEqual([...model.published].sort());
+              for (const key of KEYS) {
+                const expected = model.timers.get(key);
+                const actual = await store.get({ tenantId: "t", serviceCallId: key });
+                if (expected === undefined) {
+                  expect(actual).toBeUndefined();
+                  continue;
+                }
+                expect({
+                  state: actual?.state,
+                  commandTs: actual?.commandTs,
+                  attempt: actual?.attempt ?? 0,
+                  firedAtMs: actual?.firedAtMs ?? null,
+                  completedAtMs: actual?.completedAtMs ?? null,
+                  result: actual?.result ?? null,
+                  lastReason: actual?.lastReason ?? null,
+                  nextLookMs: actual?.deadlineAtMs ?? null,
+                }).toEqual({
+                  state: expected.state,
+                  commandTs: expected.commandTs,
+                  attempt: expected.attempt,
+                  firedAtMs: expected.firedAtMs,
+                  completedAtMs: expected.completedAtMs,
+                  result: expected.result,
+                  lastReason: expected.lastReason,
+                  nextLookMs: expected.state === "Fired" ? expected.nextLookMs : null,
                 });
-                model.complete(step.key, step.ts, step.result, nowMs);
-                break;
-              case "fail":
-                await send("fail", "TimerFailed", step.ts, { serviceCallId: step.key, reason: step.reason });
-                model.fail(step.key, step.ts, step.reason, nowMs);
-                break;
-              case "retry":
-                await send("retry", "RetryTimer", step.ts, { serviceCallId: step.key });
-                model.retry(step.key, step.ts);
-                break;
-              case "advance":
-                clock.advance(step.ms);
-                break;
-              case "pollDue":
-                while ((await app.due.poll()).full);
-                model.pollDue(nowMs);
-                break;
-              case "pollDeadlines":
-                while ((await app.deadlines.poll()).full);
-                model.pollDeadlines(nowMs);
-                break;
-              case "restart":
-                await store.close();
-                store = openSqliteTimerStore({ path });
-                app = build();
-                break;
-            }
-            const published = publisher.dueTimeReached.map((e) => `${e.serviceCallId}#${e.attempt ?? 0}`);
-            expect(published.sort()).toEqual([...model.published].sort());
-            for (const key of KEYS) {
-              const expected = model.timers.get(key);
-              const actual = await store.get({ tenantId: "t", serviceCallId: key });
-              if (expected === undefined) {
-                expect(actual).toBeUndefined();
-                continue;
               }
-              expect({
-                state: actual?.state,
-                commandTs: actual?.commandTs,
-                attempt: actual?.attempt ?? 0,
-                firedAtMs: actual?.firedAtMs ?? null,
-                completedAtMs: actual?.completedAtMs ?? null,
-                result: actual?.result ?? null,
-                lastReason: actual?.lastReason ?? null,
-                nextLookMs: actual?.deadlineAtMs ?? null,
-              }).toEqual({
-                state: expected.state,
-                commandTs: expected.commandTs,
-                attempt: expected.attempt,
-                firedAtMs: expected.firedAtMs,
-                completedAtMs: expected.completedAtMs,
-                result: expected.result,
-                lastReason: expected.lastReason,
-                nextLookMs: expected.state === "Fired" ? expected.nextLookMs : null,
-              });
             }
+          } finally {
+            await store.close();
+            rmSync(folder, { recursive: true, force: true });
           }
-        } finally {
-          await store.close();
-          rmSync(folder, { recursive: true, force: true });
-        }
-      }),
+        },
+      ),
       { numRuns: 150 },
     );
   }, 300_000);
