@@ -216,148 +216,147 @@ class Model {
 
 // ---------------------------------------------------------------------------------------------
 
+// Full-length runs: a Missed timer and a later retry of it need several steps in a row.
+const stepsArb = fc.array(stepArb, { minLength: 1, maxLength: 40, size: "max" });
+
 describe("completion tracking against its model (CONTRACT §11)", () => {
   it("when random schedules, reports, clock moves, polls and restarts run, then the service matches the model", async () => {
     await fc.assert(
-      fc.asyncProperty(
-        // Full-length runs: a Missed timer and a later retry of it need several steps in a row.
-        fc.array(stepArb, { minLength: 1, maxLength: 40, size: "max" }),
-        async (steps) => {
-          const folder = mkdtempSync(join(tmpdir(), "delivery-model-"));
-          const path = join(folder, "timer.db");
-          const clock = new FakeClock(T0);
-          const publisher = new RecordingEventPublisher();
-          const metrics = new RecordingMetrics();
-          const calendar = new CronerCalendar();
-          let store: SqliteTimerStore = openSqliteTimerStore({ path });
-          const build = () => ({
-            processor: new TimerCommandProcessor({
-              decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 10, clock, calendar }),
-              store,
-              publisher,
-              clock,
-              metrics,
-              logger: silentLogger,
-              onScheduled: () => undefined,
+      fc.asyncProperty(stepsArb, async (steps) => {
+        const folder = mkdtempSync(join(tmpdir(), "delivery-model-"));
+        const path = join(folder, "timer.db");
+        const clock = new FakeClock(T0);
+        const publisher = new RecordingEventPublisher();
+        const metrics = new RecordingMetrics();
+        const calendar = new CronerCalendar();
+        let store: SqliteTimerStore = openSqliteTimerStore({ path });
+        const build = () => ({
+          processor: new TimerCommandProcessor({
+            decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 10, clock, calendar }),
+            store,
+            publisher,
+            clock,
+            metrics,
+            logger: silentLogger,
+            onScheduled: () => undefined,
+          }),
+          due: new DueTimerWorker({
+            store,
+            publisher,
+            clock,
+            metrics,
+            logger: silentLogger,
+            batchSize: 2,
+            owner: "a",
+            claimTtlMs: 30_000,
+            calendar,
+          }),
+          deadlines: new DeliveryDeadlineWorker({
+            store,
+            publisher,
+            clock,
+            metrics,
+            logger: silentLogger,
+            batchSize: 2,
+            owner: "a",
+            claimTtlMs: 30_000,
+          }),
+        });
+        let app = build();
+        const model = new Model();
+        let id = 0;
+        const send = (kind: string, type: string, ts: number, payload: Record<string, unknown>) =>
+          app.processor.process([
+            rawCommand(`timer.commands.${kind}.t`, {
+              id: `m${++id}`,
+              type,
+              tenantId: "t",
+              timestampMs: ts,
+              payload: { tenantId: "t", ...payload },
             }),
-            due: new DueTimerWorker({
-              store,
-              publisher,
-              clock,
-              metrics,
-              logger: silentLogger,
-              batchSize: 2,
-              owner: "a",
-              claimTtlMs: 30_000,
-              calendar,
-            }),
-            deadlines: new DeliveryDeadlineWorker({
-              store,
-              publisher,
-              clock,
-              metrics,
-              logger: silentLogger,
-              batchSize: 2,
-              owner: "a",
-              claimTtlMs: 30_000,
-            }),
-          });
-          let app = build();
-          const model = new Model();
-          let id = 0;
-          const send = (kind: string, type: string, ts: number, payload: Record<string, unknown>) =>
-            app.processor.process([
-              rawCommand(`timer.commands.${kind}.t`, {
-                id: `m${++id}`,
-                type,
-                tenantId: "t",
-                timestampMs: ts,
-                payload: { tenantId: "t", ...payload },
-              }),
-            ]);
-          try {
-            for (const step of steps) {
-              const nowMs = clock.now();
-              switch (step.kind) {
-                case "schedule": {
-                  const dueAtMs = T0 + step.slot * 500;
-                  await send("schedule", "ScheduleTimer", step.ts, {
-                    serviceCallId: step.key,
-                    dueAt: new Date(dueAtMs).toISOString(),
-                    ...(step.policy === null ? {} : { delivery: step.policy }),
-                    ...(step.lateness === null ? {} : { maxLatenessMs: step.lateness }),
-                  });
-                  model.schedule(step.key, dueAtMs, step.ts, step.policy, step.lateness);
-                  break;
-                }
-                case "complete":
-                  await send("complete", "TimerCompleted", step.ts, {
-                    serviceCallId: step.key,
-                    ...(step.result === null ? {} : { result: step.result }),
-                  });
-                  model.complete(step.key, step.ts, step.result, nowMs);
-                  break;
-                case "fail":
-                  await send("fail", "TimerFailed", step.ts, { serviceCallId: step.key, reason: step.reason });
-                  model.fail(step.key, step.ts, step.reason, nowMs);
-                  break;
-                case "retry":
-                  await send("retry", "RetryTimer", step.ts, { serviceCallId: step.key });
-                  model.retry(step.key, step.ts);
-                  break;
-                case "advance":
-                  clock.advance(step.ms);
-                  break;
-                case "pollDue":
-                  while ((await app.due.poll()).full);
-                  model.pollDue(nowMs);
-                  break;
-                case "pollDeadlines":
-                  while ((await app.deadlines.poll()).full);
-                  model.pollDeadlines(nowMs);
-                  break;
-                case "restart":
-                  await store.close();
-                  store = openSqliteTimerStore({ path });
-                  app = build();
-                  break;
-              }
-              const published = publisher.dueTimeReached.map((e) => `${e.serviceCallId}#${e.attempt ?? 0}`);
-              expect(published.sort()).toEqual([...model.published].sort());
-              for (const key of KEYS) {
-                const expected = model.timers.get(key);
-                const actual = await store.get({ tenantId: "t", serviceCallId: key });
-                if (expected === undefined) {
-                  expect(actual).toBeUndefined();
-                  continue;
-                }
-                expect({
-                  state: actual?.state,
-                  commandTs: actual?.commandTs,
-                  attempt: actual?.attempt ?? 0,
-                  firedAtMs: actual?.firedAtMs ?? null,
-                  completedAtMs: actual?.completedAtMs ?? null,
-                  result: actual?.result ?? null,
-                  lastReason: actual?.lastReason ?? null,
-                  nextLookMs: actual?.deadlineAtMs ?? null,
-                }).toEqual({
-                  state: expected.state,
-                  commandTs: expected.commandTs,
-                  attempt: expected.attempt,
-                  firedAtMs: expected.firedAtMs,
-                  completedAtMs: expected.completedAtMs,
-                  result: expected.result,
-                  lastReason: expected.lastReason,
-                  nextLookMs: expected.state === "Fired" ? expected.nextLookMs : null,
+          ]);
+        try {
+          for (const step of steps) {
+            const nowMs = clock.now();
+            switch (step.kind) {
+              case "schedule": {
+                const dueAtMs = T0 + step.slot * 500;
+                await send("schedule", "ScheduleTimer", step.ts, {
+                  serviceCallId: step.key,
+                  dueAt: new Date(dueAtMs).toISOString(),
+                  ...(step.policy === null ? {} : { delivery: step.policy }),
+                  ...(step.lateness === null ? {} : { maxLatenessMs: step.lateness }),
                 });
+                model.schedule(step.key, dueAtMs, step.ts, step.policy, step.lateness);
+                break;
               }
+              case "complete":
+                await send("complete", "TimerCompleted", step.ts, {
+                  serviceCallId: step.key,
+                  ...(step.result === null ? {} : { result: step.result }),
+                });
+                model.complete(step.key, step.ts, step.result, nowMs);
+                break;
+              case "fail":
+                await send("fail", "TimerFailed", step.ts, { serviceCallId: step.key, reason: step.reason });
+                model.fail(step.key, step.ts, step.reason, nowMs);
+                break;
+              case "retry":
+                await send("retry", "RetryTimer", step.ts, { serviceCallId: step.key });
+                model.retry(step.key, step.ts);
+                break;
+              case "advance":
+                clock.advance(step.ms);
+                break;
+              case "pollDue":
+                while ((await app.due.poll()).full);
+                model.pollDue(nowMs);
+                break;
+              case "pollDeadlines":
+                while ((await app.deadlines.poll()).full);
+                model.pollDeadlines(nowMs);
+                break;
+              case "restart":
+                await store.close();
+                store = openSqliteTimerStore({ path });
+                app = build();
+                break;
             }
-          } finally {
-            await store.close();
-            rmSync(folder, { recursive: true, force: true });
+            const published = publisher.dueTimeReached.map((e) => `${e.serviceCallId}#${e.attempt ?? 0}`);
+            expect(published.sort()).toEqual([...model.published].sort());
+            for (const key of KEYS) {
+              const expected = model.timers.get(key);
+              const actual = await store.get({ tenantId: "t", serviceCallId: key });
+              if (expected === undefined) {
+                expect(actual).toBeUndefined();
+                continue;
+              }
+              expect({
+                state: actual?.state,
+                commandTs: actual?.commandTs,
+                attempt: actual?.attempt ?? 0,
+                firedAtMs: actual?.firedAtMs ?? null,
+                completedAtMs: actual?.completedAtMs ?? null,
+                result: actual?.result ?? null,
+                lastReason: actual?.lastReason ?? null,
+                nextLookMs: actual?.deadlineAtMs ?? null,
+              }).toEqual({
+                state: expected.state,
+                commandTs: expected.commandTs,
+                attempt: expected.attempt,
+                firedAtMs: expected.firedAtMs,
+                completedAtMs: expected.completedAtMs,
+                result: expected.result,
+                lastReason: expected.lastReason,
+                nextLookMs: expected.state === "Fired" ? expected.nextLookMs : null,
+              });
+            }
           }
-        },
-      ),
+        } finally {
+          await store.close();
+          rmSync(folder, { recursive: true, force: true });
+        }
+      }),
       { numRuns: 150 },
     );
   }, 300_000);
