@@ -5,7 +5,7 @@
 
 import { accessSync, constants, statSync } from "node:fs";
 import { loadStorageConfig, type StorageConfig } from "./storage-config.js";
-import { loadAdminToken } from "./http-config.js";
+import { loadAdminReadToken, loadAdminToken } from "./http-config.js";
 import { parseBrokerUrl, type BrokerUrl, type UrlLogin } from "./adapters/nats/broker-url.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -48,6 +48,8 @@ export interface TimerServiceConfig {
   readonly launchedByNpmStart: boolean;
   /** TIMER_ADMIN_TOKEN: bearer token of `/v1` and the admin page (CONTRACT §9); unset turns both off. Never logged. */
   readonly adminToken: string | undefined;
+  /** TIMER_ADMIN_READ_TOKEN: GETs and the page only (CONTRACT §14). Never logged. */
+  readonly adminReadToken?: string | undefined;
 }
 
 /** A configuration variable was set to something the service cannot run with. */
@@ -185,6 +187,7 @@ export function loadConfig(env: Env): TimerServiceConfig {
     consumerName: nameToken(env, "TIMER_CONSUMER", "timer-service"),
     launchedByNpmStart: env.npm_lifecycle_event === "start",
     adminToken: loadAdminToken(env),
+    adminReadToken: loadAdminReadToken(env),
   };
   const { user, password, tlsCertFile, tlsKeyFile } = config.natsCredentials;
   if ((user === undefined) !== (password === undefined)) {

@@ -22,6 +22,8 @@ import { PostgresTimerRetention } from "./adapters/postgres/postgres-timer-reten
 import { PrometheusQueryMetrics } from "./adapters/metrics/prometheus-query-metrics.js";
 import { NatsQueryService } from "./adapters/nats/nats-query-service.js";
 import { timerQueryRoutes, type HttpRoutes } from "./adapters/http/timer-query-routes.js";
+import { OperatorActions, type CommandSender } from "./app/admin/operator-actions.js";
+import { PrometheusAdminMetrics } from "./adapters/metrics/prometheus-admin-metrics.js";
 
 /** Connections of the queries' own Postgres pool: queries never wait behind firing, nor firing behind them. */
 const QUERY_POOL_CONNECTIONS = 2;
@@ -65,6 +67,7 @@ export class QueryFeatures {
   readonly #queryService: TimerQueryService;
   readonly #retentionLoop: RetentionLoop;
   readonly #pool: pg.Pool | undefined;
+  #commandSender: CommandSender | undefined;
 
   constructor(private readonly deps: QueryFeaturesDeps) {
     const { config, clock, logger, registry } = deps;
@@ -72,11 +75,29 @@ export class QueryFeatures {
     this.#pool = adapters.pool;
     const metrics = new PrometheusQueryMetrics(registry);
     this.#queryService = new TimerQueryService({ queries: adapters.queries, clock, metrics, logger });
-    this.routes = timerQueryRoutes({ queries: this.#queryService, adminToken: config.adminToken });
+    // Operator actions (CONTRACT §14) publish commands once the broker is connected (attachCommandSender).
+    const actions = new OperatorActions({
+      queries: adapters.queries,
+      sender: () => this.#commandSender,
+      clock,
+      logger,
+      metrics: new PrometheusAdminMetrics(registry),
+    });
+    this.routes = timerQueryRoutes({
+      queries: this.#queryService,
+      adminToken: config.adminToken,
+      readToken: config.adminReadToken,
+      actions,
+    });
     const { retentionMs } = config.storage;
     // A short window (tests, demos) is swept often enough to be seen working; a long one once a minute.
     const intervalMs = Math.min(RETENTION_INTERVAL_MS, Math.max(1_000, Math.round(retentionMs / 4)));
     this.#retentionLoop = new RetentionLoop({ retention: adapters.retention, clock, metrics, logger, retentionMs, intervalMs });
+  }
+
+  /** Where the HTTP actions publish their commands; until this is called they answer 503. */
+  attachCommandSender(sender: CommandSender): void {
+    this.#commandSender = sender;
   }
 
   /** Serves the NATS endpoints and starts retention: with the work, once this instance may work (SQLite lease). */

@@ -19,6 +19,7 @@ import { QueryFeatures } from "./query-features.js";
 import { NatsBroker } from "./adapters/nats/nats-broker.js";
 import { JetStreamEventPublisher } from "./adapters/nats/jetstream-event-publisher.js";
 import { JetStreamAckTracker } from "./adapters/nats/jetstream-ack-tracker.js";
+import { JetStreamCommandSender } from "./adapters/nats/jetstream-command-sender.js";
 import { NatsCommandConsumer } from "./adapters/nats/nats-command-consumer.js";
 import { JetStreamConsumerLease } from "./adapters/nats/jetstream-consumer-lease.js";
 import { watchStorageOutage } from "./storage-outage-log.js";
@@ -128,6 +129,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     eventsStream: config.eventsStream,
     clock,
   });
+  queryFeatures.attachCommandSender(new JetStreamCommandSender(acks, config));
   const calendar = new CronerCalendar();
   // Completion tracking (CONTRACT §11): retries and completion time-outs of Fired timers.
   // What both firing workers share: where they read and write, publish, and whose claims they take.

@@ -1,4 +1,5 @@
-export type CommandType = "ScheduleTimer" | "CancelTimer" | "CancelTimersByPrefix" | "TimerCompleted" | "TimerFailed" | "unknown";
+export type CommandType =
+  "ScheduleTimer" | "CancelTimer" | "CancelTimersByPrefix" | "TimerCompleted" | "TimerFailed" | "RetryTimer" | "unknown";
 /** Outcomes of tracked deliveries (CONTRACT §11 `timer_deliveries_total{outcome}`). */
 export type DeliveryOutcome = "completed" | "retried" | "failed" | "timed_out";
 export type CommandOutcome = "accepted" | "ignored" | "rejected";

@@ -23,6 +23,11 @@ Usage:
       Publish a CancelTimer, or with --id-prefix a CancelTimersByPrefix: every timer
       of T whose id starts with P. (--prefix is the subject prefix, see below.)
 
+  timer-service retry --tenant T (--id ID | --state S [--id-prefix P])
+      Publish a RetryTimer: a Failed, TimedOut or Missed timer fires again at once as a new
+      generation (other states ignore it). With --state (Failed, TimedOut or Missed) one
+      RetryTimer for every timer of T in that state (whose id starts with P).
+
   timer-service watch [--tenant T]
       Print DueTimeReached, DueTimeMissed and CommandRejected events of tenant T (all tenants when
       omitted) as JSON lines until interrupted.
@@ -42,6 +47,8 @@ Examples:
   timer-service schedule --tenant acme --id standup --cron '0 9 * * MON-FRI' --tz Europe/Berlin
   timer-service schedule --tenant acme --id call-back --in 10m --max-lateness 30s
   timer-service cancel --tenant acme --id-prefix order-4711:
+  timer-service retry --tenant acme --id invoice-42
+  timer-service retry --tenant acme --state Failed --id-prefix invoice-
   timer-service watch --tenant acme
   timer-service get --tenant acme --id invoice-42
   timer-service list --tenant acme --state Scheduled --id-prefix invoice- --all

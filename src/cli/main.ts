@@ -8,6 +8,7 @@ import { isServiceCallId, isTenantId } from "../app/commands/command-text.js";
 import { USAGE } from "./cli-usage.js";
 import { QUERY_OPTIONS, runQueryCommand } from "./query-commands.js";
 import { formatDuration, joinDurationWords, parseAt, parseDuration } from "./when.js";
+import { RETRYABLE_STATES, retryMatching } from "./retry-command.js";
 
 /** A wrong flag or value: printed with a hint, exit code 2. */
 class UsageError extends Error {
@@ -59,6 +60,8 @@ async function main(argv: string[]): Promise<number> {
       return schedule(flags);
     case "cancel":
       return cancel(flags);
+    case "retry":
+      return retry(flags);
     case "watch":
       return watch(flags);
     case "get":
@@ -70,6 +73,11 @@ async function main(argv: string[]): Promise<number> {
         id: () => required(flags, "id"),
         withConnection: (use) => withConnection(flags, use),
         usageError: (message) => new UsageError(message),
+        sinceMs: (text) => {
+          const nowMs = Date.now();
+          const ago = parseDuration(text);
+          return ago === undefined ? parseAt(text, nowMs) : nowMs - ago;
+        },
         out: (line) => process.stdout.write(`${line}\n`),
         err: (line) => process.stderr.write(`${line}\n`),
       });
@@ -205,7 +213,12 @@ function maxLatenessFrom(flags: Flags): number | undefined {
   return ms;
 }
 
-const COMMAND_TYPES = { schedule: "ScheduleTimer", cancel: "CancelTimer", cancelprefix: "CancelTimersByPrefix" } as const;
+const COMMAND_TYPES = {
+  schedule: "ScheduleTimer",
+  cancel: "CancelTimer",
+  cancelprefix: "CancelTimersByPrefix",
+  retry: "RetryTimer",
+} as const;
 
 async function publishCommand(
   flags: Flags,
@@ -271,6 +284,29 @@ async function cancel(flags: Flags): Promise<number> {
   const serviceCallId = required(flags, "id");
   const envelope = await publishCommand(flags, "cancel", { tenantId, serviceCallId }, tenantId);
   process.stdout.write(`${JSON.stringify(envelope)}\n`);
+  return 0;
+}
+
+/** `retry --id X` publishes one RetryTimer; `retry --state S [--id-prefix P]` one per matching timer (CONTRACT §14). */
+async function retry(flags: Flags): Promise<number> {
+  const tenantId = required(flags, "tenant");
+  const state = flags.state;
+  if (state === undefined) {
+    if (flags["id-prefix"] !== undefined) throw new UsageError("--id-prefix needs --state");
+    const envelope = await publishCommand(flags, "retry", { tenantId, serviceCallId: required(flags, "id") }, tenantId);
+    process.stdout.write(`${JSON.stringify(envelope)}\n`);
+    return 0;
+  }
+  if (flags.id !== undefined) throw new UsageError("give --id or --state, not both");
+  if (!(RETRYABLE_STATES as readonly string[]).includes(state))
+    throw new UsageError(`--state must be one of ${RETRYABLE_STATES.join(", ")}`);
+  const serviceCallIdPrefix = flags["id-prefix"];
+  if (serviceCallIdPrefix !== undefined && !isServiceCallId(serviceCallIdPrefix))
+    throw new UsageError("--id-prefix must be 1..256 characters without control characters");
+  const count = await withConnection(flags, (nc) => retryMatching(nc, { prefix: prefixOf(flags), tenantId, state, serviceCallIdPrefix }));
+  process.stdout.write(
+    `${JSON.stringify({ tenantId, state, ...(serviceCallIdPrefix === undefined ? {} : { serviceCallIdPrefix }), retried: count })}\n`,
+  );
   return 0;
 }
 

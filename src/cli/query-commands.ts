@@ -9,6 +9,9 @@ export const QUERY_OPTIONS = {
   limit: { type: "string" },
   cursor: { type: "string" },
   all: { type: "boolean" },
+  order: { type: "string" },
+  since: { type: "string" },
+  "created-by": { type: "string" },
 } as const;
 
 export const QUERY_USAGE = `
@@ -16,9 +19,12 @@ export const QUERY_USAGE = `
       Print the timer as JSON (exit 1 when the tenant has no such timer).
 
   timer-service list --tenant T [--state S] [--id-prefix P] [--due-after WHEN]
-                     [--due-before WHEN] [--limit N] [--cursor C | --all]
-      Print timers as JSON lines, by due time. One page (--limit, default 100, at most
-      1000); the cursor of the next page goes to stderr. --all follows the cursors.
+                     [--due-before WHEN] [--created-by NAME] [--since DURATION|WHEN]
+                     [--order due|changed] [--limit N] [--cursor C | --all]
+      Print timers as JSON lines, by due time, or with --order changed most recently
+      changed first. One page (--limit, default 100, at most 1000); the cursor of the
+      next page goes to stderr. --all follows the cursors. --since: changed at or after
+      that long ago (1h, 30m) or that instant. --created-by: exact createdBy.
       S is Scheduled, Reached, Cancelled, Missed, Fired, Completed, Failed or TimedOut.
 
   timer-service stats --tenant T
@@ -33,6 +39,9 @@ interface QueryFlags {
   readonly limit?: string | undefined;
   readonly cursor?: string | undefined;
   readonly all?: boolean | undefined;
+  readonly order?: string | undefined;
+  readonly since?: string | undefined;
+  readonly "created-by"?: string | undefined;
 }
 
 export interface QueryContext {
@@ -42,6 +51,8 @@ export interface QueryContext {
   readonly id: () => string;
   readonly withConnection: <T>(use: (nc: NatsConnection) => Promise<T>) => Promise<T>;
   readonly usageError: (message: string) => Error;
+  /** `--since`: a duration ago or an instant, as epoch ms; undefined when it is neither. */
+  readonly sinceMs: (text: string) => number | undefined;
   readonly out: (line: string) => void;
   readonly err: (line: string) => void;
 }
@@ -82,7 +93,18 @@ export async function runQueryCommand(command: "get" | "list" | "stats", flags: 
     }
     if (flags.all === true && flags.cursor !== undefined) throw ctx.usageError("give --cursor or --all, not both");
     if (flags.limit !== undefined && !/^\d+$/.test(flags.limit)) throw ctx.usageError(`--limit "${flags.limit}" is not a number`);
+    const order = flags.order === undefined ? undefined : ({ due: "due", changed: "changedDesc" } as Record<string, string>)[flags.order];
+    if (flags.order !== undefined && order === undefined) throw ctx.usageError(`--order "${flags.order}" is not due or changed`);
+    let changedSince: string | undefined;
+    if (flags.since !== undefined) {
+      const sinceMs = ctx.sinceMs(flags.since);
+      if (sinceMs === undefined) throw ctx.usageError(`--since "${flags.since}" is neither a duration like 1h nor a time`);
+      changedSince = new Date(sinceMs).toISOString();
+    }
     const base = {
+      ...(order === undefined ? {} : { order }),
+      ...(changedSince === undefined ? {} : { changedSince }),
+      ...(flags["created-by"] === undefined ? {} : { createdBy: flags["created-by"] }),
       ...(flags.state === undefined ? {} : { state: flags.state }),
       ...(flags["id-prefix"] === undefined ? {} : { serviceCallIdPrefix: flags["id-prefix"] }),
       ...(flags["due-after"] === undefined ? {} : { dueAfter: flags["due-after"] }),

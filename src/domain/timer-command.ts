@@ -65,10 +65,23 @@ export interface TimerFailedCommand {
   readonly timestampMs: number;
 }
 
+/**
+ * An operator's request to fire a timer that ended without its work done (`Failed`, `TimedOut`,
+ * `Missed`) once more, now (CONTRACT §14 `RetryTimer`).
+ */
+export interface RetryTimerCommand {
+  readonly kind: "retry";
+  readonly tenantId: string;
+  readonly serviceCallId: string;
+  readonly correlationId: string | null;
+  /** Also the new due time: the retried timer fires at once. */
+  readonly timestampMs: number;
+}
+
 /** A consumer's report about a fired timer. */
 export type ReportCommand = TimerCompletedCommand | TimerFailedCommand;
 
 /** A command about one timer key. */
-export type KeyCommand = ScheduleTimerCommand | CancelTimerCommand | ReportCommand;
+export type KeyCommand = ScheduleTimerCommand | CancelTimerCommand | ReportCommand | RetryTimerCommand;
 
 export type TimerCommand = KeyCommand | CancelTimersByPrefixCommand;

@@ -1,6 +1,7 @@
 import { isFinal, type Timer } from "./timer.js";
 import { sameRecurrence } from "./recurrence.js";
 import { decideReport, type DeliveryPolicy } from "./delivery-rules.js";
+import { decideRetry } from "./retry-rules.js";
 import type { CancelTimerCommand, CancelTimersByPrefixCommand, KeyCommand, ScheduleTimerCommand, TimerCommand } from "./timer-command.js";
 
 /**
@@ -56,7 +57,7 @@ export function decideCommand(
     return { outcome: "ignored", previous: current };
   }
   const base = applyPrefixCancel(current, prefixCancelTs, nowMs);
-  const decision = decideKeyCommand(base, command, nowMs);
+  const decision = command.kind === "retry" ? decideRetry(base, command, nowMs, prefixCancelTs) : decideKeyCommand(base, command, nowMs);
   if (base === current || decision.outcome === "refused") return decision;
   // The prefix cancel changed the timer first: that is stored whatever the command does.
   return { outcome: decision.outcome, previous: current, next: decision.next ?? base! };
@@ -78,7 +79,7 @@ function applyPrefixCancel(current: Timer | undefined, prefixCancelTs: number | 
   return decideCancel(current, cancel, nowMs).next ?? current;
 }
 
-function decideKeyCommand(current: Timer | undefined, command: KeyCommand, nowMs: number): CommandDecision {
+function decideKeyCommand(current: Timer | undefined, command: Exclude<KeyCommand, { kind: "retry" }>, nowMs: number): CommandDecision {
   if (command.kind === "complete" || command.kind === "fail") return decideReport(current, command, nowMs);
   return command.kind === "schedule" ? decideSchedule(current, command, nowMs) : decideCancel(current, command, nowMs);
 }

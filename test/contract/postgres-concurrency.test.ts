@@ -136,6 +136,43 @@ describe("PostgresTimerStore shared by several instances", () => {
     }
   });
 
+  it("when two stores apply RetryTimers for the same Missed timers in parallel, then each timer is re-armed once, as one new generation", async () => {
+    const schema = newSchema();
+    const [first, second] = [await open(schema), await open(schema)];
+    const keys = Array.from({ length: 30 }, (_, i) => ({ tenantId: "acme", serviceCallId: `missed-${i}` }));
+    await first!.applyCommands(
+      keys.map((key) => ({
+        kind: "schedule",
+        ...key,
+        dueAtMs: NOW - 60_000,
+        data: null,
+        correlationId: null,
+        timestampMs: 1,
+        maxLatenessMs: 0,
+      })),
+      decide,
+    );
+    const due = await claimAll(first!, "a", NOW);
+    await first!.recordFirings(
+      due.map((t) => ({
+        tenantId: t.tenantId,
+        serviceCallId: t.serviceCallId,
+        dueAtMs: t.dueAtMs,
+        generation: t.generation,
+        next: { state: "Missed", dueAtMs: t.dueAtMs, occurrence: 1, reachedAtMs: NOW, commandTs: t.commandTs, updatedAtMs: NOW },
+      })),
+      "a",
+    );
+    const retries = (timestampMs: number): KeyCommand[] => keys.map((key) => ({ kind: "retry", ...key, correlationId: null, timestampMs }));
+
+    const [left, right] = await Promise.all([first!.applyCommands(retries(10), decide), second!.applyCommands(retries(11), decide)]);
+
+    for (const [i, key] of keys.entries()) {
+      expect([left[i]!.outcome, right[i]!.outcome].sort()).toEqual(["accepted", "ignored"]);
+      expect(await first!.get(key)).toMatchObject({ state: "Scheduled", generation: 2 });
+    }
+  });
+
   it("when two owners claim due timers concurrently, then no timer is claimed by both and every one by someone", async () => {
     const schema = newSchema();
     const [first, second] = [await open(schema), await open(schema)];

@@ -8,6 +8,7 @@ import { DEFAULT_POSTGRES_MIGRATIONS_FOLDER, migratePostgres } from "../../src/a
 import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
 import { POSTGRES_QUERY_SQL, PostgresTimerQueries } from "../../src/adapters/postgres/postgres-timer-queries.js";
 import { scanStartOf } from "../../src/app/queries/keyset-list.js";
+import { TIMER_STATES } from "../../src/app/queries/timer-queries.js";
 import { NOW, describeTimerQueriesContract, record } from "./timer-queries.contract.js";
 import { describeTimerRetentionContract } from "./timer-retention.contract.js";
 import { postgresHarness } from "./query-harnesses.js";
@@ -36,6 +37,63 @@ describe("Postgres list scans", () => {
         // Starting at the scan's first entry: a root-to-leaf descent and a leaf or two. From the
         // start of the tenant's range it would read ~60 leaf pages.
         expect(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"], mode).toBeLessThan(10);
+      }
+    } finally {
+      await harness.cleanup();
+    }
+  });
+});
+
+describe("Postgres changedDesc scans (CONTRACT §14)", () => {
+  it("when a tenant has 20,000 timers, then each changedDesc scan walks its updated_at index backwards: no sort, a few pages read", async () => {
+    const harness = await postgresHarness();
+    try {
+      await harness.seed(
+        Array.from({ length: 40_000 }, (_, i) =>
+          record(`k-${String(i).padStart(6, "0")}`, NOW + i, {
+            tenantId: i % 2 === 0 ? "acme" : "globex",
+            updatedAtMs: NOW - i * 10,
+            state: TIMER_STATES[Math.floor(i / 2) % TIMER_STATES.length]!,
+            createdBy: i % 3 === 0 ? "alice" : null,
+          }),
+        ),
+      );
+      // As autovacuum leaves a settled table: the visibility map makes index-only scans cheap.
+      await harness.pool.query("VACUUM ANALYZE timer_schedules");
+      const scans = [
+        ["scanChangedByTenant", "timer_schedules_tenant_updated_idx", []],
+        ["scanChangedByState", "timer_schedules_tenant_state_updated_idx", []],
+        ["scanChangedByCreatedBy", "timer_schedules_tenant_created_by_idx", ["alice"]],
+      ] as const;
+      type Node = {
+        "Node Type": string;
+        "Index Name"?: string;
+        "Scan Direction"?: string;
+        Plans?: Node[];
+        "Shared Hit Blocks": number;
+        "Shared Read Blocks": number;
+      };
+      const all = (node: Node): Node[] => [node, ...(node.Plans ?? []).flatMap(all)];
+      for (const [name, indexName, extra] of scans) {
+        for (const mode of ["force_custom_plan", "force_generic_plan"]) {
+          await harness.pool.query(`SET plan_cache_mode = ${mode}`);
+          const { rows } = await harness.pool.query<{ "QUERY PLAN": [{ Plan: Node }] }>({
+            text: `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${POSTGRES_QUERY_SQL[name]}`,
+            values: ["acme", NOW - 50_000, "", -Number.MAX_SAFE_INTEGER, 101, ...extra],
+          });
+          const plan = rows[0]!["QUERY PLAN"][0].Plan;
+          const nodes = all(plan);
+          const label = `${name} ${mode}: ${nodes.map((n) => `${n["Node Type"]} ${n["Index Name"] ?? ""}`).join(" > ")}`;
+          expect(
+            nodes.map((n) => n["Node Type"]),
+            label,
+          ).not.toContain("Sort");
+          expect(
+            nodes.some((n) => n["Index Name"] === indexName && n["Scan Direction"] === "Backward"),
+            label,
+          ).toBe(true);
+          expect(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"], label).toBeLessThan(20);
+        }
       }
     } finally {
       await harness.cleanup();

@@ -20,6 +20,15 @@ describe("SQLite query plans", () => {
     scanLimit: 10,
     limit: 5,
     cutoffMs: 1,
+    sinceMs: 0,
+    beforeUpdatedAtMs: 10,
+    beforeServiceCallId: "",
+    state: "Failed",
+    createdBy: "alice",
+    fromMs: 0,
+    toMs: 10,
+    bucketMs: 1,
+    capPlusOne: 11,
   };
 
   it("when a query or a retention delete of timers runs, then it is served by an index, never a scan of timer_schedules", async () => {
@@ -43,6 +52,14 @@ describe("SQLite query plans", () => {
           .join(" | ");
       expect(plan("scanOneState")).toContain("COVERING INDEX timer_schedules_tenant_state_due_idx");
       expect(plan("countByState")).toContain("SEARCH timer_state_counts USING PRIMARY KEY (tenant_id=?)");
+      // CONTRACT §14 changedDesc: a backwards walk of an updated_at index, no sort step.
+      expect(plan("dueBuckets")).toContain("COVERING INDEX timer_schedules_tenant_state_due_idx");
+      expect(plan("overdueCount")).toContain("COVERING INDEX timer_schedules_tenant_state_due_idx");
+      expect(plan("scanChangedByTenant")).toContain("COVERING INDEX timer_schedules_tenant_updated_idx");
+      expect(plan("scanChangedByState")).toContain("COVERING INDEX timer_schedules_tenant_state_updated_idx");
+      expect(plan("scanChangedByCreatedBy")).toContain("COVERING INDEX timer_schedules_tenant_created_by_idx");
+      for (const name of ["scanChangedByTenant", "scanChangedByState", "scanChangedByCreatedBy"] as const)
+        expect(plan(name), name).not.toContain("TEMP B-TREE");
       const retention = (
         harness.database.prepare(`EXPLAIN QUERY PLAN ${SQLITE_RETENTION_SQL.deleteFinalTimers}`).all(params) as { detail: string }[]
       )

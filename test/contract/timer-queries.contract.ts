@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LIST_SCAN_BUDGET } from "../../src/app/queries/keyset-list.js";
 import {
   TIMER_STATES,
+  type ChangedPosition,
   type ListPosition,
   type TimerListQuery,
   type TimerQueries,
@@ -206,6 +207,123 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
       const second = await list({ limit: 1_000, after: first.next! });
       expect(ids(second.timers)).toEqual(["x-1000"]);
       expect(second.next).toBeNull();
+    });
+
+    describe("createdBy, changedSince and order changedDesc (CONTRACT §14)", () => {
+      const changed = (query: Partial<TimerListQuery> = {}) => queries.listChanged({ tenantId: TENANT, limit: 100, nowMs: NOW, ...query });
+
+      async function changedAll(query: Partial<TimerListQuery>): Promise<TimerRecord[]> {
+        const records: TimerRecord[] = [];
+        let afterChanged: ChangedPosition | undefined;
+        for (let pages = 0; pages < 1_000; pages++) {
+          const page = await changed({ ...query, ...(afterChanged === undefined ? {} : { afterChanged }) });
+          records.push(...page.timers);
+          if (page.next === null) return records;
+          afterChanged = page.next;
+        }
+        throw new Error("paging did not end");
+      }
+
+      it("when createdBy or changedSince filter a due-order list, then only matching timers come, still by due time", async (context) => {
+        if (!harness.v2) return context.skip("no v2 columns");
+        await harness.seed([
+          record("a", NOW + 3, { createdBy: "alice", updatedAtMs: NOW - 10 }),
+          record("b", NOW + 1, { createdBy: "bob", updatedAtMs: NOW - 5 }),
+          record("c", NOW + 2, { createdBy: "alice", updatedAtMs: NOW - 1 }),
+          record("d", NOW + 4, { updatedAtMs: NOW - 1 }),
+        ]);
+
+        expect(ids((await list({ createdBy: "alice" })).timers)).toEqual(["c", "a"]);
+        expect(ids((await list({ changedSinceMs: NOW - 5 })).timers)).toEqual(["b", "c", "d"]);
+        expect(ids((await list({ createdBy: "alice", changedSinceMs: NOW - 5 })).timers)).toEqual(["c"]);
+      });
+
+      it("when listing most recently changed first, then timers come by updatedAt descending, ties by serviceCallId descending", async () => {
+        await harness.seed([
+          record("old", NOW + 1, { updatedAtMs: NOW - 30 }),
+          record("new", NOW + 2, { updatedAtMs: NOW - 1 }),
+          record("tie-a", NOW + 3, { updatedAtMs: NOW - 10 }),
+          record("tie-b", NOW + 4, { updatedAtMs: NOW - 10 }),
+          record("future", NOW + 5, { updatedAtMs: NOW + 1 }),
+          record("other", NOW + 6, { tenantId: "globex", updatedAtMs: NOW - 1 }),
+        ]);
+
+        expect(ids((await changed()).timers)).toEqual(["new", "tie-b", "tie-a", "old"]);
+        expect(ids((await changed({ changedSinceMs: NOW - 10 })).timers)).toEqual(["new", "tie-b", "tie-a"]);
+      });
+
+      it("when listing changedDesc with a state, createdBy, prefix or due range, then each filter applies", async (context) => {
+        if (!harness.v2) return context.skip("no v2 columns");
+        await harness.seed([
+          record("f1", NOW - 100, { state: "Failed", createdBy: "alice", updatedAtMs: NOW - 3 }),
+          record("f2", NOW - 200, { state: "Failed", createdBy: "bob", updatedAtMs: NOW - 2 }),
+          record("s1", NOW + 100, { createdBy: "alice", updatedAtMs: NOW - 1 }),
+          record("x-f3", NOW - 300, { state: "Failed", updatedAtMs: NOW - 4 }),
+        ]);
+
+        expect(ids((await changed({ state: "Failed" })).timers)).toEqual(["f2", "f1", "x-f3"]);
+        expect(ids((await changed({ createdBy: "alice" })).timers)).toEqual(["s1", "f1"]);
+        expect(ids((await changed({ createdBy: "alice", state: "Failed" })).timers)).toEqual(["f1"]);
+        expect(ids((await changed({ serviceCallIdPrefix: "x-" })).timers)).toEqual(["x-f3"]);
+        expect(ids((await changed({ dueBeforeMs: NOW - 150 })).timers)).toEqual(["f2", "x-f3"]);
+      });
+
+      it("when paging changedDesc through 1,200 timers while some change, then none is listed twice and every unchanged one once", async () => {
+        const all = Array.from({ length: 1_200 }, (_, i) =>
+          record(`t${String(i).padStart(4, "0")}`, NOW + i, { updatedAtMs: NOW - 5_000 + (i % 300) }),
+        );
+        await harness.seed(all);
+        const seen: TimerRecord[] = [];
+        let afterChanged: ChangedPosition | undefined;
+        let pages = 0;
+        for (;;) {
+          const page = await changed({ limit: 250, ...(afterChanged === undefined ? {} : { afterChanged }) });
+          seen.push(...page.timers);
+          if (pages++ === 1)
+            await harness.seed([
+              { ...all[0]!, updatedAtMs: NOW + 10 },
+              { ...all[1_199]!, updatedAtMs: NOW + 10 },
+            ]);
+          if (page.next === null) break;
+          afterChanged = page.next;
+        }
+
+        const listed = ids(seen);
+        expect(new Set(listed).size).toBe(listed.length);
+        const changedIds = new Set(["t0000", "t1199"]);
+        expect(listed.filter((id) => !changedIds.has(id)).sort()).toEqual(
+          ids(all)
+            .filter((id) => !changedIds.has(id))
+            .sort(),
+        );
+        for (let i = 1; i < seen.length; i++) expect(seen[i - 1]!.updatedAtMs).toBeGreaterThanOrEqual(seen[i]!.updatedAtMs);
+        expect((await changedAll({})).length).toBe(1_198);
+      });
+    });
+
+    it("when the due histogram is asked, then Scheduled timers count as overdue or in their hour, and each part stops at the cap", async () => {
+      const HOUR = 3_600_000;
+      await harness.seed([
+        record("o1", NOW - 5),
+        record("o2", NOW - HOUR * 30),
+        record("h0a", NOW),
+        record("h0b", NOW + HOUR - 1),
+        record("h2", NOW + HOUR * 2 + 5),
+        record("h23", NOW + HOUR * 23 + 1),
+        record("later", NOW + HOUR * 24),
+        record("reached", NOW + 10, { state: "Reached" }),
+        record("elsewhere", NOW + 10, { tenantId: "globex" }),
+      ]);
+      const query = { tenantId: TENANT, fromMs: NOW, bucketMs: HOUR, buckets: 24 };
+
+      const full = await queries.dueHistogram({ ...query, cap: 1_000 });
+      expect(full).toMatchObject({ overdue: 2, overdueCapped: false, capped: false });
+      expect(full.counts).toEqual(Array.from({ length: 24 }, (_, i) => ({ 0: 2, 2: 1, 23: 1 })[i] ?? 0));
+
+      const capped = await queries.dueHistogram({ ...query, cap: 2 });
+      expect(capped).toMatchObject({ overdue: 2, overdueCapped: false, capped: true });
+      expect(capped.counts.reduce((a, b) => a + b, 0)).toBe(2);
+      expect((await queries.dueHistogram({ ...query, cap: 1 })).overdueCapped).toBe(true);
     });
 
     it("when stats are asked, then they count the tenant's timers by state and give its next due time", async () => {

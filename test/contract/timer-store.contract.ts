@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DecideCommand, DueCursor, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
 import type { TimerAfterFiring } from "../../src/domain/firing-rules.js";
 import type { TimerKey } from "../../src/domain/timer.js";
-import type { CancelTimerCommand, ScheduleTimerCommand, TimerCommand } from "../../src/domain/timer-command.js";
+import type { CancelTimerCommand, RetryTimerCommand, ScheduleTimerCommand, TimerCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
 import { advanceDueCursor } from "../../src/app/firing/fair-due-selection.js";
 
@@ -35,6 +35,10 @@ function schedule(serviceCallId: string, dueAtMs: number, fields: Partial<Schedu
 
 function cancel(serviceCallId: string, fields: Partial<CancelTimerCommand> = {}): CancelTimerCommand {
   return { kind: "cancel", tenantId: TENANT, serviceCallId, correlationId: null, timestampMs: 1, ...fields };
+}
+
+function retry(serviceCallId: string, timestampMs: number): RetryTimerCommand {
+  return { kind: "retry", tenantId: TENANT, serviceCallId, correlationId: null, timestampMs };
 }
 
 /** A firing of `read` (its dueAt and generation are the guard) that leaves the timer as `next` says. */
@@ -566,6 +570,77 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         await store.close();
         store = await harness.reopen();
         expect(await store.get(key("cron"))).toMatchObject({ repeat: cron, maxLatenessMs: 0 });
+      });
+    });
+
+    describe("RetryTimer (CONTRACT §14)", () => {
+      it("when a Missed timer is retried, then it is Scheduled and due again at the retry's time, and claimDue returns it", async () => {
+        await apply(schedule("late", NOW - 60_000, { maxLatenessMs: 1_000, correlationId: "c" }));
+        const due = await claim(NOW, 10);
+        await store.recordFirings(
+          due.map((t) => firing(t, { state: "Missed", reachedAtMs: NOW })),
+          OWNER,
+        );
+
+        const [decision] = await apply(retry("late", NOW + 5));
+
+        expect(decision?.outcome).toBe("accepted");
+        expect(await store.get(key("late"))).toMatchObject({
+          state: "Scheduled",
+          dueAtMs: NOW + 5,
+          generation: 2,
+          commandTs: NOW + 5,
+          reachedAtMs: null,
+          maxLatenessMs: null,
+          correlationId: "c",
+        });
+        expect(await store.countScheduled()).toBe(1);
+        expect((await claim(NOW + 5, 10)).map((t) => [t.serviceCallId, t.generation])).toEqual([["late", 2]]);
+      });
+
+      it("when a Failed tracked timer is retried, then its tracking of publishes is cleared and survives a reopen that way", async (context) => {
+        await apply(
+          schedule("work", NOW - 1, { delivery: { maxRetries: 0, backoffMs: 100, completionTimeoutMs: 1_000 }, createdVia: "api" }),
+        );
+        const failed: DecideCommand = (current) =>
+          current === undefined
+            ? { outcome: "ignored", previous: current }
+            : {
+                outcome: "accepted",
+                previous: current,
+                next: { ...current, state: "Failed", attempt: 1, firedAtMs: NOW, reachedAtMs: NOW, lastReason: "boom", commandTs: 2 },
+              };
+        await store.applyCommands([cancel("work")], failed);
+
+        await apply(retry("work", 3));
+
+        const check = async (s: TimerStore) => {
+          const timer = await s.get(key("work"));
+          expect(timer).toMatchObject({ state: "Scheduled", dueAtMs: 3, generation: 2, lastReason: "boom", createdVia: "api" });
+          expect(timer?.attempt).toBeUndefined();
+          expect(timer?.firedAtMs).toBeUndefined();
+          expect(timer?.deadlineAtMs).toBeUndefined();
+        };
+        await check(store);
+        if (harness.reopen === undefined) return context.skip("the store is not durable");
+        await store.close();
+        store = await harness.reopen();
+        await check(store);
+      });
+
+      it("when a Scheduled, Reached or Cancelled timer or an unknown key is retried, then nothing changes", async () => {
+        await apply(schedule("s", NOW + 100), schedule("r", NOW - 1), cancel("c"));
+        await store.recordFirings(
+          (await claim(NOW, 10)).map((t) => firing(t, { reachedAtMs: NOW })),
+          OWNER,
+        );
+        const before = await Promise.all(["s", "r", "c"].map((id) => store.get(key(id))));
+
+        const decisions = await apply(retry("s", 50), retry("r", 50), retry("c", 50), retry("unknown", 50));
+
+        expect(decisions.map((d) => d.outcome)).toEqual(["ignored", "ignored", "ignored", "ignored"]);
+        expect(await Promise.all(["s", "r", "c"].map((id) => store.get(key(id))))).toEqual(before);
+        expect(await store.get(key("unknown"))).toBeUndefined();
       });
     });
 

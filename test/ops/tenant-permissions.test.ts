@@ -92,7 +92,7 @@ describe("deploy/nats/tenant-accounts.conf, used by clients", () => {
     expect(ack.duplicate).toBe(false);
   });
 
-  it.each(["schedule", "cancel", "cancelprefix", "complete", "fail"])(
+  it.each(["schedule", "cancel", "cancelprefix", "complete", "fail", "retry"])(
     "when acme publishes on its own %s subject with JetStream, then the command reaches TIMER_COMMANDS and the ack comes back",
     async (kind) => {
       const ack = await jetstream(acme).publish(`timer.commands.${kind}.acme`, scheduleTimer("acme"));
@@ -101,7 +101,7 @@ describe("deploy/nats/tenant-accounts.conf, used by clients", () => {
     },
   );
 
-  it("when acme publishes on a command subject of another kind, then the server refuses it (only the contract's five kinds are imported)", async () => {
+  it("when acme publishes on a command subject of another kind, then the server refuses it (only the contract's six kinds are imported)", async () => {
     const error = await acme.request("timer.commands.other.acme", "{}", { timeout: 2_000 }).then(
       () => undefined,
       (e: unknown) => e,

@@ -1,6 +1,7 @@
 /**
  * Model-based test of CONTRACT §11 (completion tracking): random ScheduleTimers with `delivery`,
- * TimerCompleted / TimerFailed reports (old, equal and new timestamps, redeliveries), clock moves,
+ * TimerCompleted / TimerFailed reports (old, equal and new timestamps, redeliveries), RetryTimer
+ * (CONTRACT §14) of any state, clock moves,
  * due polls, deadline polls and restarts of the SQLite store, run through CommandDecoder +
  * TimerCommandProcessor + DueTimerWorker + DeliveryDeadlineWorker, and compared after every step
  * with a reference model written here from the contract text (it uses no domain code).
@@ -33,9 +34,10 @@ interface Policy {
 }
 
 type Step =
-  | { kind: "schedule"; key: string; slot: number; ts: number; policy: Policy | null }
+  | { kind: "schedule"; key: string; slot: number; ts: number; policy: Policy | null; lateness: number | null }
   | { kind: "complete"; key: string; ts: number; result: string | null }
   | { kind: "fail"; key: string; ts: number; reason: string }
+  | { kind: "retry"; key: string; ts: number }
   | { kind: "advance"; ms: number }
   | { kind: "pollDue" }
   | { kind: "pollDeadlines" }
@@ -61,6 +63,8 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       slot: fc.integer({ min: 0, max: 6 }),
       ts: tsArb,
       policy: policyArb,
+      // maxLatenessMs: late polls make such a timer Missed (CONTRACT §10), which RetryTimer re-arms.
+      lateness: fc.option(fc.constantFrom(0, 0, 1_000), { freq: 2 }),
     }),
   },
   {
@@ -68,6 +72,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant("complete" as const), key: keyArb, ts: tsArb, result: fc.constantFrom(null, "ok") }),
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("fail" as const), key: keyArb, ts: tsArb, reason: fc.constantFrom("e1", "e2") }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("retry" as const), key: keyArb, ts: tsArb }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 3_000 }) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("pollDue" as const) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("pollDeadlines" as const) }) },
@@ -78,9 +83,10 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 // The reference model of §3 (schedule) and §11, written out directly.
 
 interface ModelTimer {
-  state: "Scheduled" | "Reached" | "Fired" | "Completed" | "Failed" | "TimedOut";
+  state: "Scheduled" | "Reached" | "Fired" | "Completed" | "Failed" | "TimedOut" | "Missed";
   dueAtMs: number;
   policy: Policy | null;
+  lateness: number | null;
   commandTs: number;
   /** Publishes so far. */
   attempt: number;
@@ -99,13 +105,14 @@ class Model {
   /** Every publish: key and attempt (0 for an untracked timer). */
   readonly published: string[] = [];
 
-  schedule(key: string, dueAtMs: number, ts: number, policy: Policy | null): void {
+  schedule(key: string, dueAtMs: number, ts: number, policy: Policy | null, lateness: number | null): void {
     const timer = this.timers.get(key);
     if (timer === undefined) {
       this.timers.set(key, {
         state: "Scheduled",
         dueAtMs,
         policy,
+        lateness,
         commandTs: ts,
         attempt: 0,
         awaitingReport: false,
@@ -118,7 +125,7 @@ class Model {
       return;
     }
     if (timer.state !== "Scheduled" || ts < timer.commandTs) return;
-    Object.assign(timer, { dueAtMs, policy, commandTs: ts });
+    Object.assign(timer, { dueAtMs, policy, lateness, commandTs: ts });
   }
 
   /** §11: a failure of the publish awaiting its report: retry after backoff × 2^(attempt−1), or final. */
@@ -147,9 +154,35 @@ class Model {
     this.failure(timer, reason, nowMs);
   }
 
+  /**
+   * §14: Failed, TimedOut or Missed, and newer than the last command: due at its timestamp (so at
+   * once), attempts from 1, and (docs/design/messages.md §14) whatever its lateness.
+   */
+  retry(key: string, ts: number): void {
+    const timer = this.timers.get(key);
+    if (timer === undefined || !["Failed", "TimedOut", "Missed"].includes(timer.state) || ts <= timer.commandTs) return;
+    Object.assign(timer, {
+      state: "Scheduled",
+      dueAtMs: ts,
+      lateness: null,
+      commandTs: ts,
+      attempt: 0,
+      awaitingReport: false,
+      nextLookMs: null,
+      firedAtMs: null,
+      completedAtMs: null,
+      result: null,
+    });
+  }
+
   pollDue(nowMs: number): void {
     for (const [key, timer] of this.timers) {
       if (timer.state !== "Scheduled" || timer.dueAtMs > nowMs) continue;
+      if (timer.lateness !== null && nowMs - timer.dueAtMs > timer.lateness) {
+        // Published as DueTimeMissed instead; a one-shot timer ends Missed.
+        timer.state = "Missed";
+        continue;
+      }
       if (timer.policy === null) {
         timer.state = "Reached";
         this.published.push(`${key}#0`);
@@ -183,10 +216,13 @@ class Model {
 
 // ---------------------------------------------------------------------------------------------
 
+// Full-length runs: a Missed timer and a later retry of it need several steps in a row.
+const stepsArb = fc.array(stepArb, { minLength: 1, maxLength: 40, size: "max" });
+
 describe("completion tracking against its model (CONTRACT §11)", () => {
   it("when random schedules, reports, clock moves, polls and restarts run, then the service matches the model", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 40 }), async (steps) => {
+      fc.asyncProperty(stepsArb, async (steps) => {
         const folder = mkdtempSync(join(tmpdir(), "delivery-model-"));
         const path = join(folder, "timer.db");
         const clock = new FakeClock(T0);
@@ -249,8 +285,9 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
                   serviceCallId: step.key,
                   dueAt: new Date(dueAtMs).toISOString(),
                   ...(step.policy === null ? {} : { delivery: step.policy }),
+                  ...(step.lateness === null ? {} : { maxLatenessMs: step.lateness }),
                 });
-                model.schedule(step.key, dueAtMs, step.ts, step.policy);
+                model.schedule(step.key, dueAtMs, step.ts, step.policy, step.lateness);
                 break;
               }
               case "complete":
@@ -263,6 +300,10 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
               case "fail":
                 await send("fail", "TimerFailed", step.ts, { serviceCallId: step.key, reason: step.reason });
                 model.fail(step.key, step.ts, step.reason, nowMs);
+                break;
+              case "retry":
+                await send("retry", "RetryTimer", step.ts, { serviceCallId: step.key });
+                model.retry(step.key, step.ts);
                 break;
               case "advance":
                 clock.advance(step.ms);

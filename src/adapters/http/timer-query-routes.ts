@@ -2,7 +2,9 @@ import { toJsonText } from "../../app/commands/json-text.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { QueryEndpoint, QueryReply, TimerQueryService } from "../../app/queries/timer-query-service.js";
+import type { OperatorActions, TokenKind } from "../../app/admin/operator-actions.js";
 import { ADMIN_ASSETS } from "./admin-page.js";
+import { routeAction } from "./timer-action-routes.js";
 
 /** Answers a request it knows and returns true; returns false to leave it to the server (404). */
 export type HttpRoutes = (request: IncomingMessage, response: ServerResponse) => boolean;
@@ -11,6 +13,10 @@ export interface TimerQueryRoutesOptions {
   readonly queries: TimerQueryService;
   /** TIMER_ADMIN_TOKEN; undefined: no route answers (the server says 404). */
   readonly adminToken: string | undefined;
+  /** TIMER_ADMIN_READ_TOKEN: may use every GET and the page; a POST with it gets 403 (CONTRACT §14). */
+  readonly readToken?: string | undefined;
+  /** The POST actions of CONTRACT §14; undefined: POST is 405. */
+  readonly actions?: OperatorActions | undefined;
 }
 
 const sha256 = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest();
@@ -34,14 +40,29 @@ function json(response: ServerResponse, status: number, body: object, headers: R
 
 const invalid = (message: string): QueryReply => ({ status: 400, body: { error: { code: "INVALID_REQUEST", message } } });
 
-/** The query string as a request object: each member once; `limit` as a number when it is digits. */
+/**
+ * The query string as a request object: each member once; `limit` as a number when it is digits.
+ * Members are defined, not assigned, so that `__proto__` is a member like any other (and refused
+ * as unknown) instead of silently setting the prototype.
+ */
 function queryObject(params: URLSearchParams): Record<string, unknown> | string {
   const request: Record<string, unknown> = {};
   for (const [name, value] of params) {
     if (Object.hasOwn(request, name)) return `${name} is given more than once`;
-    request[name] = name === "limit" && /^\d{1,7}$/.test(value) ? Number(value) : value;
+    const member = name === "limit" && /^\d{1,7}$/.test(value) ? Number(value) : value;
+    Object.defineProperty(request, name, { value: member, enumerable: true, writable: true, configurable: true });
   }
   return request;
+}
+
+/** Which configured token the request carries, compared in constant time; undefined: none of them. */
+function tokenKind(request: IncomingMessage, adminToken: string, readToken: string | undefined): TokenKind | undefined {
+  const token = bearerToken(request);
+  if (token === undefined) return undefined;
+  // Both comparisons always run, so the timing does not tell which token was close.
+  const admin = tokenMatches(token, adminToken);
+  const read = readToken !== undefined && tokenMatches(token, readToken);
+  return admin ? "admin" : read ? "read" : undefined;
 }
 
 /**
@@ -51,15 +72,17 @@ function queryObject(params: URLSearchParams): Record<string, unknown> | string 
  * admin page at `/` (it holds no data: it asks for the token and calls /v1).
  */
 export function timerQueryRoutes(options: TimerQueryRoutesOptions): HttpRoutes {
-  const { queries, adminToken } = options;
+  const { queries, adminToken, readToken, actions } = options;
   return (request, response) => {
     if (adminToken === undefined) return false;
     const rawPath = (request.url ?? "/").split("?")[0] ?? "/";
     const asset = ADMIN_ASSETS.get(rawPath);
     const isApi = rawPath === "/v1" || rawPath.startsWith("/v1/");
     if (asset === undefined && !isApi) return false;
-    if (request.method !== "GET" && request.method !== "HEAD") {
-      json(response, 405, { error: { code: "METHOD_NOT_ALLOWED", message: "only GET and HEAD" } }, { Allow: "GET, HEAD" });
+    const isAction = request.method === "POST" && isApi && actions !== undefined;
+    if (request.method !== "GET" && request.method !== "HEAD" && !isAction) {
+      const allow = isApi && actions !== undefined ? "GET, HEAD, POST" : "GET, HEAD";
+      json(response, 405, { error: { code: "METHOD_NOT_ALLOWED", message: `only ${allow}` } }, { Allow: allow });
       return true;
     }
     if (asset !== undefined) {
@@ -67,13 +90,32 @@ export function timerQueryRoutes(options: TimerQueryRoutesOptions): HttpRoutes {
       response.end(asset.body);
       return true;
     }
-    const token = bearerToken(request);
-    if (token === undefined || !tokenMatches(token, adminToken)) {
+    const kind = tokenKind(request, adminToken, readToken);
+    if (kind === undefined) {
       json(
         response,
         401,
         { error: { code: "UNAUTHORIZED", message: "send Authorization: Bearer <TIMER_ADMIN_TOKEN>" } },
         { "WWW-Authenticate": 'Bearer realm="timer-service"' },
+      );
+      return true;
+    }
+    if (isAction) {
+      if (kind !== "admin") {
+        json(response, 403, { error: { code: "FORBIDDEN", message: "the read-only token cannot act; use TIMER_ADMIN_TOKEN" } });
+        return true;
+      }
+      const parsed = new URL(request.url ?? "/", "http://localhost");
+      let segments: string[];
+      try {
+        segments = parsed.pathname.split("/").slice(2).map(decodeURIComponent);
+      } catch {
+        json(response, 400, invalid("the path is not valid percent-encoded UTF-8").body);
+        return true;
+      }
+      routeAction(request, segments, parsed.searchParams, actions!, kind).then(
+        (reply) => json(response, reply.status, reply.body, reply.status === 405 ? { Allow: "GET, HEAD" } : {}),
+        () => json(response, 500, { error: { code: "INTERNAL", message: "the action failed; see the service log" } }),
       );
       return true;
     }
@@ -102,6 +144,9 @@ async function route(url: string, queries: TimerQueryService): Promise<{ readonl
   }
   let endpoint: QueryEndpoint;
   let body: Record<string, unknown> = request;
+  if (resource === "due-histogram" && serviceCallId === undefined) {
+    return Object.keys(request).length > 0 ? invalid("due-histogram takes no parameters") : queries.dueHistogram(tenantId);
+  }
   if (resource === "stats" && serviceCallId === undefined) endpoint = "stats";
   else if (resource === "timers" && serviceCallId === undefined) endpoint = "list";
   else if (resource === "timers" && serviceCallId !== undefined) {

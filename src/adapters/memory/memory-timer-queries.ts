@@ -1,7 +1,12 @@
 import { compareCodePoints, listByKeyset } from "../../app/queries/keyset-list.js";
+import { compareChangedDesc, listByChanged } from "../../app/queries/changed-list.js";
+import { histogramOf, windowEndOf } from "../../app/queries/due-histogram.js";
 import {
   TIMER_STATES,
   type StoredTimerState,
+  type ChangedPage,
+  type DueHistogram,
+  type DueHistogramQuery,
   type TimerCounts,
   type TimerListQuery,
   type TimerPage,
@@ -75,6 +80,48 @@ export class MemoryTimerQueries implements TimerQueries {
         const wanted = new Set(ids.map((serviceCallId) => timerKeyString({ tenantId, serviceCallId })));
         return [...this.store.timers()].filter((t) => wanted.has(timerKeyString(t))).map(memoryRecord);
       },
+    );
+  }
+
+  async listChanged(query: TimerListQuery): Promise<ChangedPage> {
+    const { tenantId } = query;
+    return listByChanged(
+      query,
+      ({ index, before, sinceMs, scanLimit }) =>
+        [...this.store.timers()]
+          .filter((t) => t.tenantId === tenantId && t.updatedAtMs >= sinceMs)
+          .filter((t) =>
+            index.by === "state" ? t.state === index.state : index.by === "createdBy" ? t.createdBy === index.createdBy : true,
+          )
+          .filter((t) => compareChangedDesc(t, before, compareCodePoints) > 0)
+          .sort((a, b) => compareChangedDesc(a, b, compareCodePoints))
+          .slice(0, scanLimit)
+          .map((t) => ({ updatedAtMs: t.updatedAtMs, serviceCallId: t.serviceCallId })),
+      (ids) => {
+        const wanted = new Set(ids.map((serviceCallId) => timerKeyString({ tenantId, serviceCallId })));
+        return [...this.store.timers()].filter((t) => wanted.has(timerKeyString(t))).map(memoryRecord);
+      },
+    );
+  }
+
+  async dueHistogram(query: DueHistogramQuery): Promise<DueHistogram> {
+    const { tenantId, fromMs, bucketMs, cap } = query;
+    const scheduled = [...this.store.timers()].filter((t) => t.tenantId === tenantId && t.state === "Scheduled" && t.dueAtMs !== null);
+    const overdue = scheduled.filter((t) => t.dueAtMs! < fromMs).length;
+    const window = scheduled
+      .map((t) => t.dueAtMs!)
+      .filter((dueAtMs) => dueAtMs >= fromMs && dueAtMs < windowEndOf(query))
+      .sort((a, b) => a - b)
+      .slice(0, cap + 1);
+    const counts = new Map<number, number>();
+    for (const dueAtMs of window) {
+      const bucket = Math.floor((dueAtMs - fromMs) / bucketMs);
+      counts.set(bucket, (counts.get(bucket) ?? 0) + 1);
+    }
+    return histogramOf(
+      query,
+      overdue,
+      [...counts].map(([bucket, count]) => ({ bucket, count })),
     );
   }
 

@@ -7,6 +7,7 @@ const COMMAND_TYPES: readonly CommandType[] = [
   "CancelTimersByPrefix",
   "TimerCompleted",
   "TimerFailed",
+  "RetryTimer",
   "unknown",
 ];
 const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ["completed", "retried", "failed", "timed_out"];

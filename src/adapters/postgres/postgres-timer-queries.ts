@@ -1,8 +1,13 @@
 import type pg from "pg";
 import { NO_UPPER_BOUND, listByKeyset, scanStartOf, type ScannedKey } from "../../app/queries/keyset-list.js";
+import { listByChanged, type ChangedIndex, type ChangedKey } from "../../app/queries/changed-list.js";
+import { histogramOf, windowEndOf } from "../../app/queries/due-histogram.js";
 import {
   TIMER_STATES,
   type StoredTimerState,
+  type ChangedPage,
+  type DueHistogram,
+  type DueHistogramQuery,
   type TimerCounts,
   type TimerListQuery,
   type TimerPage,
@@ -53,7 +58,30 @@ function scanBranch(state: string): string {
     ORDER BY due_at, service_call_id LIMIT $5)`;
 }
 
+/**
+ * Newest changes first: one of the (…, updated_at, service_call_id) indexes walked backwards from
+ * the cursor ($2/$3) down to changedSince ($4); $5 limit, $6 the state or createdBy.
+ */
+function scanChanged(by: ChangedIndex["by"], state: StoredTimerState = "Failed"): string {
+  // The state inlined as the due scans have it (one of TIMER_STATES): the plan is then made for it.
+  const range = by === "state" ? `AND state = '${state}'` : by === "createdBy" ? "AND created_by = $6" : "";
+  return `SELECT updated_at AS "updatedAtMs", service_call_id AS "serviceCallId" FROM timer_schedules
+    WHERE tenant_id = $1 ${range} AND (updated_at, service_call_id) < ($2::bigint, $3::text) AND updated_at >= $4
+    ORDER BY updated_at DESC, service_call_id DESC LIMIT $5`;
+}
+
 export const POSTGRES_QUERY_SQL = {
+  // The chart of what is coming: bounded walks of the Scheduled slice, index only. $1 tenant,
+  // $2 from, $3 bucket length, $4 window end, $5 cap + 1.
+  dueBuckets: `SELECT ((due_at - $2) / $3)::int AS bucket, count(*)::int AS count FROM (
+      SELECT due_at FROM timer_schedules WHERE tenant_id = $1 AND state = 'Scheduled' AND due_at >= $2 AND due_at < $4
+      ORDER BY due_at LIMIT $5) w
+    GROUP BY 1`,
+  overdueCount: `SELECT count(*)::int AS count FROM (
+      SELECT 1 FROM timer_schedules WHERE tenant_id = $1 AND state = 'Scheduled' AND due_at < $2 LIMIT $3) o`,
+  scanChangedByTenant: scanChanged("tenant"),
+  scanChangedByState: scanChanged("state"),
+  scanChangedByCreatedBy: scanChanged("createdBy"),
   get: "SELECT * FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = $2",
   fetch: "SELECT * FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = ANY($2::text[])",
   scanOneState: scanBranch("Scheduled"),
@@ -107,6 +135,45 @@ export class PostgresTimerQueries implements TimerQueries {
         return rows.map(recordOf);
       },
     );
+  }
+
+  async listChanged(query: TimerListQuery): Promise<ChangedPage> {
+    const { tenantId } = query;
+    return listByChanged(
+      query,
+      async ({ index, before, sinceMs, scanLimit }) => {
+        const values: unknown[] = [tenantId, before.updatedAtMs, before.serviceCallId, sinceMs, scanLimit];
+        if (index.by === "createdBy") values.push(index.createdBy);
+        const state = index.by === "state" ? (index.state as StoredTimerState) : undefined;
+        const { rows } = await this.pool.query<ChangedKey>({
+          name: `timer-query-changed-${index.by}${state === undefined ? "" : `-${state}`}`,
+          text: scanChanged(index.by, state),
+          values,
+        });
+        return rows.map((row) => ({ ...row, updatedAtMs: Number(row.updatedAtMs) }));
+      },
+      async (ids) => {
+        const { rows } = await this.pool.query<Row>({ name: "timer-query-fetch", text: POSTGRES_QUERY_SQL.fetch, values: [tenantId, ids] });
+        return rows.map(recordOf);
+      },
+    );
+  }
+
+  async dueHistogram(query: DueHistogramQuery): Promise<DueHistogram> {
+    const { tenantId, fromMs, bucketMs, cap } = query;
+    const [buckets, overdue] = await Promise.all([
+      this.pool.query<{ bucket: number; count: number }>({
+        name: "timer-query-due-buckets",
+        text: POSTGRES_QUERY_SQL.dueBuckets,
+        values: [tenantId, fromMs, bucketMs, windowEndOf(query), cap + 1],
+      }),
+      this.pool.query<{ count: number }>({
+        name: "timer-query-overdue",
+        text: POSTGRES_QUERY_SQL.overdueCount,
+        values: [tenantId, fromMs, cap + 1],
+      }),
+    ]);
+    return histogramOf(query, overdue.rows[0]?.count ?? 0, buckets.rows);
   }
 
   async stats(tenantId: string): Promise<TimerCounts> {

@@ -77,6 +77,13 @@ export const timerSchedules = pgTable(
       .where(sql`${t.state} = 'Scheduled'`),
     // Queries (CONTRACT §9): a tenant's timers by state, in (dueAt, serviceCallId) order.
     index("timer_schedules_tenant_state_due_idx").on(t.tenantId, t.state, t.dueAt, t.serviceCallId),
+    // Queries (CONTRACT §14, order changedDesc): a tenant's timers newest change first, by state,
+    // by createdBy, or all of them; walked backwards from the cursor, index only.
+    index("timer_schedules_tenant_state_updated_idx").on(t.tenantId, t.state, t.updatedAt, t.serviceCallId),
+    index("timer_schedules_tenant_updated_idx").on(t.tenantId, t.updatedAt, t.serviceCallId),
+    index("timer_schedules_tenant_created_by_idx")
+      .on(t.tenantId, t.createdBy, t.updatedAt, t.serviceCallId)
+      .where(sql`${t.createdBy} IS NOT NULL`),
     // Retention (CONTRACT §7): final timers by their last change.
     index("timer_schedules_final_updated_idx")
       .on(t.updatedAt)

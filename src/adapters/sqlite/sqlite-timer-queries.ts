@@ -1,8 +1,13 @@
 import type Database from "better-sqlite3";
 import { NO_UPPER_BOUND, listByKeyset, scanStartOf, type ScannedKey } from "../../app/queries/keyset-list.js";
+import { listByChanged, type ChangedIndex, type ChangedKey } from "../../app/queries/changed-list.js";
+import { histogramOf, windowEndOf, type BucketCount } from "../../app/queries/due-histogram.js";
 import {
   TIMER_STATES,
   type StoredTimerState,
+  type ChangedPage,
+  type DueHistogram,
+  type DueHistogramQuery,
   type TimerCounts,
   type TimerListQuery,
   type TimerPage,
@@ -35,11 +40,37 @@ const SCAN_ALL_STATES = `
   SELECT * FROM (${TIMER_STATES.map((state) => `SELECT * FROM (${scanBranch(state)})`).join(" UNION ALL ")})
   ORDER BY dueAtMs, serviceCallId LIMIT @scanLimit`;
 
+/**
+ * Newest changes first, walking one of the (…, updated_at, service_call_id) indexes backwards from
+ * the cursor down to changedSince, index only.
+ */
+function scanChanged(by: ChangedIndex["by"]): string {
+  const range = by === "state" ? "AND state = @state" : by === "createdBy" ? "AND created_by = @createdBy" : "";
+  return `
+    SELECT updated_at AS updatedAtMs, service_call_id AS serviceCallId FROM timer_schedules
+    WHERE tenant_id = @tenantId ${range} AND updated_at >= @sinceMs
+      AND (updated_at, service_call_id) < (@beforeUpdatedAtMs, @beforeServiceCallId)
+    ORDER BY updated_at DESC, service_call_id DESC LIMIT @scanLimit`;
+}
+
 /** The statements, exported for the EXPLAIN QUERY PLAN checks of the tests. */
 export const SQLITE_QUERY_SQL = {
   get: `SELECT ${RECORD_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
   scanOneState: scanBranch("Scheduled"),
   scanAllStates: SCAN_ALL_STATES,
+  // The chart of what is coming: bounded walks of the Scheduled slice, index only.
+  dueBuckets: `
+    SELECT CAST((due_at - @fromMs) / @bucketMs AS INTEGER) AS bucket, count(*) AS count FROM (
+      SELECT due_at FROM timer_schedules
+      WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at >= @fromMs AND due_at < @toMs
+      ORDER BY due_at LIMIT @capPlusOne)
+    GROUP BY bucket`,
+  overdueCount: `
+    SELECT count(*) AS count FROM (
+      SELECT 1 FROM timer_schedules WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at < @fromMs LIMIT @capPlusOne)`,
+  scanChangedByTenant: scanChanged("tenant"),
+  scanChangedByState: scanChanged("state"),
+  scanChangedByCreatedBy: scanChanged("createdBy"),
   // Kept by triggers (drizzle/sqlite/0008_state_counts.sql): a few rows, not the tenant's index range.
   countByState: `SELECT state, count, duration_sum_ms AS durationSumMs, duration_count AS durationCount
     FROM timer_state_counts WHERE tenant_id = @tenantId`,
@@ -79,6 +110,9 @@ export class SqliteTimerQueries implements TimerQueries {
   >;
   readonly #nextDue: Database.Statement<[{ tenantId: string }], { dueAtMs: number | null }>;
   readonly #tenants: Database.Statement<[{ limit: number }], { tenantId: string }>;
+  readonly #dueBuckets: Database.Statement<[Record<string, unknown>], BucketCount>;
+  readonly #overdueCount: Database.Statement<[Record<string, unknown>], { count: number }>;
+  readonly #scanChanged: ReadonlyMap<ChangedIndex["by"], Database.Statement<[Record<string, unknown>], ChangedKey>>;
 
   constructor(db: Database.Database) {
     this.#byKey = db.prepare(SQLITE_QUERY_SQL.get);
@@ -87,6 +121,9 @@ export class SqliteTimerQueries implements TimerQueries {
     this.#countByState = db.prepare(SQLITE_QUERY_SQL.countByState);
     this.#nextDue = db.prepare(SQLITE_QUERY_SQL.nextDue);
     this.#tenants = db.prepare(SQLITE_QUERY_SQL.tenants);
+    this.#dueBuckets = db.prepare(SQLITE_QUERY_SQL.dueBuckets);
+    this.#overdueCount = db.prepare(SQLITE_QUERY_SQL.overdueCount);
+    this.#scanChanged = new Map((["tenant", "state", "createdBy"] as const).map((by) => [by, db.prepare(scanChanged(by))]));
   }
 
   async get(key: TimerKey): Promise<TimerRecord | undefined> {
@@ -109,6 +146,30 @@ export class SqliteTimerQueries implements TimerQueries {
         }),
       (ids) => ids.flatMap((serviceCallId) => this.#byKey.get({ tenantId, serviceCallId }) ?? []),
     );
+  }
+
+  async listChanged(query: TimerListQuery): Promise<ChangedPage> {
+    const { tenantId } = query;
+    return listByChanged(
+      query,
+      ({ index, before, sinceMs, scanLimit }) =>
+        this.#scanChanged.get(index.by)!.all({
+          tenantId,
+          ...(index.by === "state" ? { state: index.state } : index.by === "createdBy" ? { createdBy: index.createdBy } : {}),
+          sinceMs,
+          beforeUpdatedAtMs: before.updatedAtMs,
+          beforeServiceCallId: before.serviceCallId,
+          scanLimit,
+        }),
+      (ids) => ids.flatMap((serviceCallId) => this.#byKey.get({ tenantId, serviceCallId }) ?? []),
+    );
+  }
+
+  async dueHistogram(query: DueHistogramQuery): Promise<DueHistogram> {
+    const { tenantId, fromMs, bucketMs, cap } = query;
+    const params = { tenantId, fromMs, bucketMs, toMs: windowEndOf(query), capPlusOne: cap + 1 };
+    const overdue = this.#overdueCount.get(params)?.count ?? 0;
+    return histogramOf(query, overdue, this.#dueBuckets.all(params));
   }
 
   async stats(tenantId: string): Promise<TimerCounts> {

@@ -51,6 +51,7 @@ const KIND_TYPES: Readonly<Record<string, Exclude<CommandType, "unknown">>> = {
   cancelprefix: "CancelTimersByPrefix",
   complete: "TimerCompleted",
   fail: "TimerFailed",
+  retry: "RetryTimer",
 };
 
 const INSTANT_FORMAT = "not an ISO 8601 date-time with an offset (Z or ±hh:mm)";
@@ -148,6 +149,16 @@ export class CommandDecoder {
       if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
       const { tenantId, serviceCallId } = parsed.data;
       return { ok: true, type, command: { kind: "cancel", tenantId, serviceCallId, correlationId, timestampMs } };
+    }
+
+    if (type === "RetryTimer") {
+      // The same payload as CancelTimer (CONTRACT §14).
+      const parsed = cancelTimerPayloadSchema.safeParse(payload);
+      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
+      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
+      if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
+      const { tenantId, serviceCallId } = parsed.data;
+      return { ok: true, type, command: { kind: "retry", tenantId, serviceCallId, correlationId, timestampMs } };
     }
 
     if (type === "CancelTimersByPrefix") {

@@ -35,9 +35,21 @@ export function scanStartOf(query: TimerListQuery): { readonly dueAtMs: number; 
   return afterIsLater ? { dueAtMs: after.dueAtMs, serviceCallId: after.serviceCallId } : dueAfter;
 }
 
+/**
+ * The filters of CONTRACT §14 that the due-order index does not hold (`createdBy`,
+ * `changedSince`): checked on the fetched rows, within the page's scan budget. Undefined: none.
+ */
+export function rowFilterOf(query: TimerListQuery): ((row: TimerRecord) => boolean) | undefined {
+  const { createdBy, changedSinceMs } = query;
+  if (createdBy === undefined && changedSinceMs === undefined) return undefined;
+  return (row) =>
+    (createdBy === undefined || row.createdBy === createdBy) && (changedSinceMs === undefined || row.updatedAtMs >= changedSinceMs);
+}
+
 /** How many index entries to read for `query`. */
 export function scanLimitOf(query: TimerListQuery): number {
-  return query.serviceCallIdPrefix === undefined ? query.limit + 1 : Math.max(query.limit + 1, LIST_SCAN_BUDGET);
+  const filtered = query.serviceCallIdPrefix !== undefined || rowFilterOf(query) !== undefined;
+  return filtered ? Math.max(query.limit + 1, LIST_SCAN_BUDGET) : query.limit + 1;
 }
 
 /**
@@ -56,6 +68,8 @@ export async function listByKeyset(
   const scanned = await scan(scanLimit);
   const prefix = query.serviceCallIdPrefix;
   const matching = prefix === undefined ? scanned : scanned.filter((key) => key.serviceCallId.startsWith(prefix));
+  const rowFilter = rowFilterOf(query);
+  if (rowFilter !== undefined) return filteredPage(query, snapshotMs, scanned, scanLimit, matching, rowFilter, fetch);
   let page: readonly ScannedKey[];
   let last: ScannedKey | undefined;
   if (matching.length > query.limit) {
@@ -72,6 +86,35 @@ export async function listByKeyset(
     const row = byId.get(key.serviceCallId);
     if (row !== undefined && row.state === key.state && row.dueAtMs === key.dueAtMs && row.updatedAtMs <= snapshotMs) timers.push(row);
   }
+  const next: ListPosition | null = last === undefined ? null : { snapshotMs, dueAtMs: last.dueAtMs, serviceCallId: last.serviceCallId };
+  return { timers, next };
+}
+
+/** A page whose filters need the rows: every matching scanned key's row is read (at most the scan budget). */
+async function filteredPage(
+  query: TimerListQuery,
+  snapshotMs: number,
+  scanned: readonly ScannedKey[],
+  scanLimit: number,
+  matching: readonly ScannedKey[],
+  rowFilter: (row: TimerRecord) => boolean,
+  fetch: (serviceCallIds: readonly string[]) => Promise<readonly TimerRecord[]> | readonly TimerRecord[],
+): Promise<TimerPage> {
+  const rows = matching.length === 0 ? [] : await fetch(matching.map((key) => key.serviceCallId));
+  const byId = new Map(rows.map((row) => [row.serviceCallId, row]));
+  const timers: TimerRecord[] = [];
+  let last: ScannedKey | undefined;
+  for (const key of matching) {
+    const row = byId.get(key.serviceCallId);
+    if (row === undefined || row.state !== key.state || row.dueAtMs !== key.dueAtMs || row.updatedAtMs > snapshotMs || !rowFilter(row))
+      continue;
+    if (timers.length === query.limit) {
+      last = { state: key.state, dueAtMs: timers[timers.length - 1]!.dueAtMs!, serviceCallId: timers[timers.length - 1]!.serviceCallId };
+      break;
+    }
+    timers.push(row);
+  }
+  if (last === undefined && scanned.length === scanLimit) last = scanned[scanned.length - 1];
   const next: ListPosition | null = last === undefined ? null : { snapshotMs, dueAtMs: last.dueAtMs, serviceCallId: last.serviceCallId };
   return { timers, next };
 }

@@ -43,10 +43,30 @@ export interface ListPosition {
   readonly serviceCallId: string;
 }
 
+/**
+ * Where a listing most recently changed first stands (CONTRACT §14 `order: "changedDesc"`): after
+ * the timer at (updatedAtMs, serviceCallId), going back in time, showing only timers not changed
+ * since `snapshotMs`.
+ */
+export interface ChangedPosition {
+  readonly snapshotMs: number;
+  readonly updatedAtMs: number;
+  readonly serviceCallId: string;
+}
+
+/** `due`: by (dueAt, serviceCallId); `changedDesc`: by (updatedAt, serviceCallId), newest first. */
+export type ListOrder = "due" | "changedDesc";
+
 export interface TimerListQuery {
   readonly tenantId: string;
   readonly state?: StoredTimerState;
   readonly serviceCallIdPrefix?: string;
+  /** Exact `createdBy` (CONTRACT §14). */
+  readonly createdBy?: string;
+  /** Only timers last changed at or after this (CONTRACT §14). */
+  readonly changedSinceMs?: number;
+  /** The position of a `listChanged` listing (`after` is `list`'s). */
+  readonly afterChanged?: ChangedPosition;
   /** Inclusive. */
   readonly dueAfterMs?: number;
   /** Exclusive. */
@@ -68,6 +88,32 @@ export interface TimerPage {
   readonly next: ListPosition | null;
 }
 
+/** One page most recently changed first; `next` null when nothing follows. */
+export interface ChangedPage {
+  readonly timers: readonly TimerRecord[];
+  readonly next: ChangedPosition | null;
+}
+
+/** `Scheduled` timers of one tenant by due time: overdue ones, then `buckets` ranges of `bucketMs`. */
+export interface DueHistogramQuery {
+  readonly tenantId: string;
+  readonly fromMs: number;
+  readonly bucketMs: number;
+  readonly buckets: number;
+  /** Index entries counted at most, per part: beyond it the count is a lower bound (`capped`). */
+  readonly cap: number;
+}
+
+export interface DueHistogram {
+  /** Due before `fromMs`. */
+  readonly overdue: number;
+  readonly overdueCapped: boolean;
+  /** One count per bucket, in time order. */
+  readonly counts: readonly number[];
+  /** The buckets hold more than `cap` timers: the last counts are too low. */
+  readonly capped: boolean;
+}
+
 export interface TimerCounts {
   readonly byState: Readonly<Record<StoredTimerState, number>>;
   /** Earliest dueAtMs of a Scheduled timer. */
@@ -85,7 +131,17 @@ export interface TimerQueries {
   get(key: TimerKey): Promise<TimerRecord | undefined>;
   /** Tombstones (no dueAt) are not listed; `get` shows them. */
   list(query: TimerListQuery): Promise<TimerPage>;
+  /**
+   * The same filters, most recently changed first (CONTRACT §14 `order: "changedDesc"`), from an
+   * index ordered by updated_at: the tenant's `createdBy` range, else its `state` range, else all.
+   */
+  listChanged(query: TimerListQuery): Promise<ChangedPage>;
   stats(tenantId: string): Promise<TimerCounts>;
+  /**
+   * What is coming (the admin page's chart): a bounded walk of the tenant's `Scheduled` slice of
+   * the (tenant, state, due_at) index, index only, at most `cap` entries for each part.
+   */
+  dueHistogram(query: DueHistogramQuery): Promise<DueHistogram>;
   /** Tenants that have at least one stored timer, in code point order, at most `limit`. */
   tenants(limit: number): Promise<string[]>;
 }

@@ -5,6 +5,7 @@ import type { Logger } from "../logger.js";
 import {
   DEFAULT_LIST_LIMIT,
   describeIssue,
+  encodeChangedCursor,
   encodeCursor,
   getRequestSchema,
   listRequestSchema,
@@ -12,6 +13,7 @@ import {
 } from "./query-requests.js";
 import type { TimerQueries } from "./timer-queries.js";
 import { statsView, timerView } from "./timer-view.js";
+import { formatInstant } from "../../domain/due-time.js";
 import { StatsCache } from "./stats-cache.js";
 import { FairQueryGate } from "./fair-query-gate.js";
 
@@ -36,6 +38,13 @@ export interface TimerQueryServiceDeps {
   readonly metrics: QueryMetrics;
   readonly logger: Logger;
 }
+
+const HOUR_MS = 3_600_000;
+/**
+ * Index entries the chart counts at most per part (overdue; the next 24 hours): a bounded walk,
+ * measured at 100,000 entries in docs/design/messages.md, so a huge backlog cannot stall the service.
+ */
+export const DUE_HISTOGRAM_CAP = 100_000;
 
 /** Tenants the admin page lists at most. */
 export const MAX_TENANTS = 1000;
@@ -85,6 +94,33 @@ export class TimerQueryService {
     return reply;
   }
 
+  /**
+   * What is coming for the admin page's chart (not one of the §8 endpoints): the tenant's
+   * `Scheduled` timers overdue now and due in each of the next 24 hours from now, each part counted up to
+   * DUE_HISTOGRAM_CAP entries of the index (a lower bound beyond, flagged).
+   */
+  async dueHistogram(tenantId: string): Promise<QueryReply> {
+    if (!isTenantId(tenantId)) return invalid("tenant must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$");
+    const fromMs = this.deps.clock.now();
+    try {
+      const histogram = await this.deps.queries.dueHistogram({ tenantId, fromMs, bucketMs: HOUR_MS, buckets: 24, cap: DUE_HISTOGRAM_CAP });
+      const hours = histogram.counts.map((count, i) => ({ start: formatInstant(fromMs + i * HOUR_MS), count }));
+      return {
+        status: 200,
+        body: {
+          tenantId,
+          now: formatInstant(fromMs),
+          overdue: histogram.overdue,
+          overdueCapped: histogram.overdueCapped,
+          hours,
+          capped: histogram.capped,
+        },
+      };
+    } catch (error) {
+      return this.#failed("dueHistogram", error, tenantId);
+    }
+  }
+
   /** The tenants with stored timers (for the admin page); not one of the §8 endpoints. */
   async tenants(): Promise<QueryReply> {
     try {
@@ -109,16 +145,30 @@ export class TimerQueryService {
           const parsed = parse(listRequestSchema, request);
           if (!parsed.success) return invalid(parsed.message);
           const r = parsed.data;
-          const page = await queries.list({
+          const order = r.order ?? "due";
+          if (r.cursor != null && r.cursor.order !== order) return invalid(`cursor: is not a cursor of order ${order}`);
+          const query = {
             tenantId,
             ...(r.state == null ? {} : { state: r.state }),
             ...(r.serviceCallIdPrefix == null ? {} : { serviceCallIdPrefix: r.serviceCallIdPrefix }),
             ...(r.dueAfter == null ? {} : { dueAfterMs: r.dueAfter }),
             ...(r.dueBefore == null ? {} : { dueBeforeMs: r.dueBefore }),
-            ...(r.cursor == null ? {} : { after: r.cursor }),
+            ...(r.createdBy == null ? {} : { createdBy: r.createdBy }),
+            ...(r.changedSince == null ? {} : { changedSinceMs: r.changedSince }),
             limit: r.limit ?? DEFAULT_LIST_LIMIT,
             nowMs: clock.now(),
-          });
+          };
+          const cursor = r.cursor ?? undefined;
+          if (order === "changedDesc") {
+            const afterChanged = cursor?.order === "changedDesc" ? { ...cursor } : undefined;
+            const page = await queries.listChanged({ ...query, ...(afterChanged === undefined ? {} : { afterChanged }) });
+            return {
+              status: 200,
+              body: { timers: page.timers.map(timerView), nextCursor: page.next === null ? null : encodeChangedCursor(page.next) },
+            };
+          }
+          const after = cursor?.order === "due" ? { ...cursor } : undefined;
+          const page = await queries.list({ ...query, ...(after === undefined ? {} : { after }) });
           return {
             status: 200,
             body: { timers: page.timers.map(timerView), nextCursor: page.next === null ? null : encodeCursor(page.next) },

@@ -10,6 +10,8 @@ export interface TimerView {
   readonly dueAt: string | null;
   readonly generation: number;
   readonly commandTimestampMs: number;
+  /** The timer's last change (CONTRACT §14). */
+  readonly updatedAt: string;
   readonly data?: unknown;
   readonly correlationId?: string;
   readonly reachedAt?: string;
@@ -60,6 +62,7 @@ export function timerView(record: TimerRecord): TimerView {
     dueAt: record.dueAtMs === null ? null : formatInstant(record.dueAtMs),
     generation: record.generation,
     commandTimestampMs: record.commandTs,
+    updatedAt: formatInstant(record.updatedAtMs),
     ...(data === undefined || data === null ? {} : { data }),
     ...(record.correlationId === null ? {} : { correlationId: record.correlationId }),
     ...(record.reachedAtMs === null ? {} : { reachedAt: formatInstant(record.reachedAtMs) }),
