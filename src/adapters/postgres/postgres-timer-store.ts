@@ -205,6 +205,7 @@ export class PostgresTimerStore implements TimerStore {
     }
     if (earliest.size === 0) return;
     const tenants = [...earliest.keys()].sort(compareCodePoints);
+    await client.query({ name: "timer-lock-due-tenants-shared", text: q.LOCK_DUE_TENANTS_SHARED, values: [tenants] });
     await client.query({
       name: "timer-lower-due-tenants",
       text: q.LOWER_DUE_TENANTS,
@@ -295,7 +296,15 @@ export class PostgresTimerStore implements TimerStore {
   async #raiseDueTenants(tenants: readonly string[]): Promise<void> {
     if (tenants.length === 0) return;
     try {
-      await this.#pool.query({ name: "timer-raise-due-tenants", text: q.RAISE_DUE_TENANTS, values: [tenants] });
+      await this.#transaction(async (client) => {
+        const { rows } = await client.query<{ tenantId: string }>({
+          name: "timer-try-lock-due-tenants",
+          text: q.TRY_LOCK_DUE_TENANTS,
+          values: [[...tenants].sort(compareCodePoints)],
+        });
+        if (rows.length === 0) return;
+        await client.query({ name: "timer-raise-due-tenants", text: q.RAISE_DUE_TENANTS, values: [rows.map((r) => r.tenantId)] });
+      });
     } catch {
       // Left for a later poll: a stale lower bound costs a look-up, never a timer.
     }

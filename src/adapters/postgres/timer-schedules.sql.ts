@@ -110,44 +110,58 @@ export const SELECT_DUE_TENANTS = `
   ORDER BY earliest_due_at, tenant_id LIMIT $2`;
 
 /**
- * Lowers the earliest due time of the tenants $1 (sorted, so that concurrent batches lock these
- * rows in one order) to $2 where that is earlier, and always bumps their version: a poll raising
- * the same row meanwhile then finds its version changed and leaves it.
+ * The advisory lock of a tenant's row in timer_due_tenants: command batches hold it shared while
+ * they check and lower the row, a poll raising the row takes it exclusively and skips the tenant when
+ * it cannot (a batch may be about to schedule a timer the poll cannot see yet).
+ */
+const DUE_TENANT_LOCK = (tenant: string) => `hashtext('timer-service:due-tenant'), hashtext(${tenant})`;
+
+/** Takes the shared due-tenant locks of the tenants $1 (sorted) for the rest of the transaction. */
+export const LOCK_DUE_TENANTS_SHARED = `
+  SELECT pg_advisory_xact_lock_shared(${DUE_TENANT_LOCK("t")}) FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n`;
+
+/**
+ * Lowers the earliest due time of the tenants $1 (sorted) to $2 where that is earlier. Run after
+ * LOCK_DUE_TENANTS_SHARED, in a statement of its own so that it sees every raise committed before.
+ * A tenant whose row is already as early writes (and locks) nothing: the common case.
  */
 export const LOWER_DUE_TENANTS = `
   INSERT INTO timer_due_tenants (tenant_id, earliest_due_at)
-  SELECT tenant_id, due_at FROM unnest($1::text[], $2::bigint[]) AS i(tenant_id, due_at)
-  ON CONFLICT (tenant_id) DO UPDATE SET
-    earliest_due_at = LEAST(timer_due_tenants.earliest_due_at, excluded.earliest_due_at),
-    version = timer_due_tenants.version + 1`;
+  SELECT i.tenant_id, i.due_at FROM unnest($1::text[], $2::bigint[]) AS i(tenant_id, due_at)
+  WHERE NOT EXISTS (SELECT 1 FROM timer_due_tenants d WHERE d.tenant_id = i.tenant_id AND d.earliest_due_at <= i.due_at)
+  ON CONFLICT (tenant_id) DO UPDATE SET earliest_due_at = LEAST(timer_due_tenants.earliest_due_at, excluded.earliest_due_at)`;
+
+/** Of the tenants $1, those whose due-tenant lock this transaction could take exclusively (no batch holds it). */
+export const TRY_LOCK_DUE_TENANTS = `
+  SELECT t AS "tenantId" FROM unnest($1::text[]) AS t WHERE pg_try_advisory_xact_lock(${DUE_TENANT_LOCK("t")})`;
 
 /**
- * Raises the earliest due time of the tenants $1 (candidates that had nothing due) to the earliest
- * due time of their Scheduled timers as this statement sees them — only where the row's version is
- * still the one read with them: a command batch that committed or locked the row meanwhile may have
- * scheduled a timer this statement does not see, and its lower bound stands. The state comes from
- * `c`, as in CLAIM_DUE_FAIR, so that the tenant index finds the minimum.
+ * Raises the earliest due time of the tenants $1 (locked by TRY_LOCK_DUE_TENANTS in this
+ * transaction, so no batch that could schedule for them is running) to the earliest due time of
+ * their Scheduled timers. The state comes from `c`, as in CLAIM_DUE_FAIR, so that the tenant index
+ * finds the minimum.
  */
 export const RAISE_DUE_TENANTS = `
   WITH c AS MATERIALIZED (
-    SELECT tenant_id, version, 'Scheduled'::text AS state FROM timer_due_tenants WHERE tenant_id = ANY($1::text[])
+    SELECT tenant_id, 'Scheduled'::text AS state FROM timer_due_tenants WHERE tenant_id = ANY($1::text[])
   ), s AS MATERIALIZED (
-    SELECT c.tenant_id, c.version, coalesce(
+    SELECT c.tenant_id, coalesce(
       (SELECT min(t.due_at) FROM timer_schedules t WHERE t.tenant_id = c.tenant_id AND t.state = c.state),
       ${NO_DUE}) AS earliest
     FROM c
   )
   UPDATE timer_due_tenants d SET earliest_due_at = s.earliest
   FROM s
-  WHERE d.tenant_id = s.tenant_id AND d.version = s.version AND d.earliest_due_at < s.earliest`;
+  WHERE d.tenant_id = s.tenant_id AND d.earliest_due_at < s.earliest`;
 
 /**
  * Claims due timers fairly (fair-due-selection.ts): $1 owner, $2 lease until, $3 now, $4 limit,
  * $5 the candidate tenants in order, $6–$8 the chain's cursor (tenants, due times, serviceCallIds),
  * $9 how many timers to read per candidate. Each candidate's due timers oldest first, after its
- * cursor, dealt round-robin (rank, then candidate position), then locked: rows another transaction
- * holds locked are skipped, not waited for, and a row changed meanwhile is checked again on its
- * newest version. Every CTE is evaluated once (MATERIALIZED), so no rescan can lock more rows.
+ * cursor, locked as they are read — rows another transaction holds locked (another instance's claim
+ * in progress) are skipped, not waited for, and a row changed meanwhile is checked again on its
+ * newest version — then dealt round-robin (rank, then candidate position). Every CTE is evaluated
+ * once (MATERIALIZED), so no rescan can lock more rows.
  * The state comes from `cand`, not as a literal: the partial due index (ordered by due time across
  * tenants) then cannot serve a tenant's range, which it would do by walking every other tenant's
  * earlier due timers; the tenant index finds it directly.
@@ -166,13 +180,10 @@ export const CLAIM_DUE_FAIR = `
         AND (cand.after_due_at IS NULL OR (t.due_at, t.service_call_id) > (cand.after_due_at, cand.after_call_id))
       ORDER BY t.due_at, t.service_call_id
       LIMIT $9
+      FOR UPDATE OF t SKIP LOCKED
     ) p
   ), picked AS MATERIALIZED (
-    SELECT t.tenant_id, t.service_call_id, r.pos, r.rn
-    FROM timer_schedules t
-    JOIN (SELECT * FROM ranked ORDER BY rn, pos LIMIT $4) r ON t.tenant_id = r.tenant_id AND t.service_call_id = r.service_call_id
-    WHERE t.state = r.state AND t.due_at <= $3 AND ${UNCLAIMED}
-    FOR UPDATE OF t SKIP LOCKED
+    SELECT * FROM ranked ORDER BY rn, pos LIMIT $4
   ), claimed AS (
     UPDATE timer_schedules t SET claimed_by = $1, claimed_until = $2
     FROM picked p

@@ -29,6 +29,7 @@ describe("CommandDecoder: RetryTimer (CONTRACT §14)", () => {
 
     expect(result).toEqual({
       ok: true,
+      refusal: expect.any(Function),
       type: "RetryTimer",
       command: { kind: "retry", tenantId: "acme", serviceCallId: "s", correlationId: "op", timestampMs: 42 },
     });
