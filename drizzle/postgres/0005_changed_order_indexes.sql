@@ -1,3 +1,3 @@
-CREATE INDEX "timer_schedules_tenant_state_updated_idx" ON "timer_schedules" USING btree ("tenant_id","state","updated_at","service_call_id");--> statement-breakpoint
+CREATE INDEX "timer_schedules_tenant_state_updated_idx" ON "timer_schedules" USING btree ("tenant_id","state","updated_at","service_call_id") WHERE "timer_schedules"."state" IN ('Cancelled', 'Missed', 'Fired', 'Completed', 'Failed', 'TimedOut');--> statement-breakpoint
 CREATE INDEX "timer_schedules_tenant_updated_idx" ON "timer_schedules" USING btree ("tenant_id","updated_at","service_call_id");--> statement-breakpoint
 CREATE INDEX "timer_schedules_tenant_created_by_idx" ON "timer_schedules" USING btree ("tenant_id","created_by","updated_at","service_call_id") WHERE "timer_schedules"."created_by" IS NOT NULL;

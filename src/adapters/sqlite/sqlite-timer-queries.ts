@@ -44,8 +44,15 @@ const SCAN_ALL_STATES = `
  * Newest changes first, walking one of the (…, updated_at, service_call_id) indexes backwards from
  * the cursor down to changedSince, index only.
  */
-function scanChanged(by: ChangedIndex["by"]): string {
-  const range = by === "state" ? "AND state = @state" : by === "createdBy" ? "AND created_by = @createdBy" : "";
+/** The states of timer_schedules_tenant_state_updated_idx (a partial index), in its order. */
+const OPERATOR_STATES = ["Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"];
+
+function scanChanged(by: ChangedIndex["by"], state = "Failed"): string {
+  // The state inlined (one of the stored states, checked by the request schema): the planner can
+  // then use the partial index of the states it holds.
+  // SQLite uses a partial index only when the query repeats its condition word for word.
+  const partial = OPERATOR_STATES.includes(state) ? `AND state IN (${OPERATOR_STATES.map((s) => `'${s}'`).join(", ")})` : "";
+  const range = by === "state" ? `AND state = '${state}' ${partial}` : by === "createdBy" ? "AND created_by = @createdBy" : "";
   return `
     SELECT updated_at AS updatedAtMs, service_call_id AS serviceCallId FROM timer_schedules
     WHERE tenant_id = @tenantId ${range} AND updated_at >= @sinceMs
@@ -112,7 +119,7 @@ export class SqliteTimerQueries implements TimerQueries {
   readonly #tenants: Database.Statement<[{ limit: number }], { tenantId: string }>;
   readonly #dueBuckets: Database.Statement<[Record<string, unknown>], BucketCount>;
   readonly #overdueCount: Database.Statement<[Record<string, unknown>], { count: number }>;
-  readonly #scanChanged: ReadonlyMap<ChangedIndex["by"], Database.Statement<[Record<string, unknown>], ChangedKey>>;
+  readonly #scanChanged: ReadonlyMap<string, Database.Statement<[Record<string, unknown>], ChangedKey>>;
 
   constructor(db: Database.Database) {
     this.#byKey = db.prepare(SQLITE_QUERY_SQL.get);
@@ -123,7 +130,12 @@ export class SqliteTimerQueries implements TimerQueries {
     this.#tenants = db.prepare(SQLITE_QUERY_SQL.tenants);
     this.#dueBuckets = db.prepare(SQLITE_QUERY_SQL.dueBuckets);
     this.#overdueCount = db.prepare(SQLITE_QUERY_SQL.overdueCount);
-    this.#scanChanged = new Map((["tenant", "state", "createdBy"] as const).map((by) => [by, db.prepare(scanChanged(by))]));
+    const prepare = (sql: string) => db.prepare<[Record<string, unknown>], ChangedKey>(sql);
+    this.#scanChanged = new Map([
+      ["tenant", prepare(scanChanged("tenant"))],
+      ["createdBy", prepare(scanChanged("createdBy"))],
+      ...TIMER_STATES.map((state) => [`state:${state}`, prepare(scanChanged("state", state))] as const),
+    ]);
   }
 
   async get(key: TimerKey): Promise<TimerRecord | undefined> {
@@ -153,9 +165,9 @@ export class SqliteTimerQueries implements TimerQueries {
     return listByChanged(
       query,
       ({ index, before, sinceMs, scanLimit }) =>
-        this.#scanChanged.get(index.by)!.all({
+        this.#scanChanged.get(index.by === "state" ? `state:${index.state}` : index.by)!.all({
           tenantId,
-          ...(index.by === "state" ? { state: index.state } : index.by === "createdBy" ? { createdBy: index.createdBy } : {}),
+          ...(index.by === "createdBy" ? { createdBy: index.createdBy } : {}),
           sinceMs,
           beforeUpdatedAtMs: before.updatedAtMs,
           beforeServiceCallId: before.serviceCallId,

@@ -69,7 +69,11 @@ export const timerSchedules = sqliteTable(
     index("timer_schedules_tenant_state_due_idx").on(t.tenantId, t.state, t.dueAt, t.serviceCallId),
     // Queries (CONTRACT §14, order changedDesc): a tenant's timers newest change first, by state,
     // by createdBy, or all of them; walked backwards from the cursor, index only.
-    index("timer_schedules_tenant_state_updated_idx").on(t.tenantId, t.state, t.updatedAt, t.serviceCallId),
+    // By state only for the states operators look for: the hot paths (scheduling, firing into
+    // Reached) then write no entry of it. Scheduled and Reached walk the tenant index below.
+    index("timer_schedules_tenant_state_updated_idx")
+      .on(t.tenantId, t.state, t.updatedAt, t.serviceCallId)
+      .where(sql`${t.state} IN ('Cancelled', 'Missed', 'Fired', 'Completed', 'Failed', 'TimedOut')`),
     index("timer_schedules_tenant_updated_idx").on(t.tenantId, t.updatedAt, t.serviceCallId),
     index("timer_schedules_tenant_created_by_idx")
       .on(t.tenantId, t.createdBy, t.updatedAt, t.serviceCallId)
