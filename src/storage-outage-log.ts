@@ -15,22 +15,25 @@ export function watchStorageOutage(store: TimerStore, logger: Logger, intervalMs
   let failingSinceMs: number | undefined;
   let lastWarnMs = 0;
   let checks = 0;
-  const timer = setInterval(() => {
-    if (store.isWritable()) {
-      if (failingSinceMs !== undefined) logger.info({ outageMs: Date.now() - failingSinceMs }, "storage writable again");
-      failingSinceMs = undefined;
-      checks = 0;
-      return;
-    }
-    failingSinceMs ??= Date.now();
-    if (Date.now() - lastWarnMs < intervalMs) return;
-    lastWarnMs = Date.now();
-    checks += 1;
-    logger.warn(
-      { outageMs: Date.now() - failingSinceMs, checks, ...(store.fault === undefined ? {} : { fault: store.fault }) },
-      "storage not writable; commands are redelivered and firing retries until it is",
-    );
-  }, Math.min(LOOK_INTERVAL_MS, intervalMs));
+  const timer = setInterval(
+    () => {
+      if (store.isWritable()) {
+        if (failingSinceMs !== undefined) logger.info({ outageMs: Date.now() - failingSinceMs }, "storage writable again");
+        failingSinceMs = undefined;
+        checks = 0;
+        return;
+      }
+      failingSinceMs ??= Date.now();
+      if (Date.now() - lastWarnMs < intervalMs) return;
+      lastWarnMs = Date.now();
+      checks += 1;
+      logger.warn(
+        { outageMs: Date.now() - failingSinceMs, checks, ...(store.fault === undefined ? {} : { fault: store.fault }) },
+        "storage not writable; commands are redelivered and firing retries until it is",
+      );
+    },
+    Math.min(LOOK_INTERVAL_MS, intervalMs),
+  );
   timer.unref();
   return () => clearInterval(timer);
 }

@@ -466,15 +466,16 @@ export class SqliteTimerStore implements TimerStore {
    * the busy time-out), so that readiness shows a database locked by another process even while
    * nothing writes (CONTRACT §16).
    */
-  startHealthProbe(options: { readonly intervalMs: number; readonly timeoutMs: number; readonly onResult?: (error: unknown) => void }): void {
-    this.#probe = new StorageProbe(
-      () => {
-        this.#db.exec("BEGIN IMMEDIATE");
-        this.#db.exec("ROLLBACK");
-        if (this.#lastWriteBusy) this.#lastWriteFailed = this.#lastWriteBusy = false;
-      },
-      options,
-    );
+  startHealthProbe(options: {
+    readonly intervalMs: number;
+    readonly timeoutMs: number;
+    readonly onResult?: (error: unknown) => void;
+  }): void {
+    this.#probe = new StorageProbe(() => {
+      this.#db.exec("BEGIN IMMEDIATE");
+      this.#db.exec("ROLLBACK");
+      if (this.#lastWriteBusy) this.#lastWriteFailed = this.#lastWriteBusy = false;
+    }, options);
     this.#probe.start();
   }
 
