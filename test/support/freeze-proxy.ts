@@ -8,6 +8,8 @@ import { connect, createServer, type Server, type Socket } from "node:net";
  */
 export class FreezeProxy {
   #frozen = false;
+  /** Accept new connections and never answer them (a port held by something that does not forward yet). */
+  swallowNew = false;
   readonly #sockets = new Set<Socket>();
   readonly #waiting: (() => void)[] = [];
 
@@ -17,10 +19,11 @@ export class FreezeProxy {
     private readonly targetPort: number,
   ) {}
 
-  static async start(targetPort: number, targetHost = "127.0.0.1"): Promise<FreezeProxy> {
+  /** Relays 127.0.0.1:`listenPort` (0: a free one) to 127.0.0.1:`targetPort`. */
+  static async start(targetPort: number, listenPort = 0): Promise<FreezeProxy> {
     let proxy: FreezeProxy | undefined;
-    const server = createServer((inbound) => proxy!.accept(inbound, targetHost));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const server = createServer((inbound) => proxy!.accept(inbound, "127.0.0.1"));
+    await new Promise<void>((resolve) => server.listen(listenPort, "127.0.0.1", resolve));
     const address = server.address();
     if (address === null || typeof address === "string") throw new Error("no port");
     proxy = new FreezeProxy(server, address.port, targetPort);
@@ -50,6 +53,7 @@ export class FreezeProxy {
   private accept(inbound: Socket, targetHost: string): void {
     this.#sockets.add(inbound);
     inbound.pause();
+    if (this.swallowNew) return;
     const start = (): void => {
       const outbound = connect(this.targetPort, targetHost);
       this.#sockets.add(outbound);
