@@ -51,7 +51,7 @@ function adaptersFor(deps: QueryFeaturesDeps): { queries: TimerQueries; retentio
     url: databaseUrl,
     schema: databaseSchema,
     maxConnections: QUERY_POOL_CONNECTIONS,
-    connectionTimeoutMs: 5_000,
+    timeoutMs: config.storage.databaseTimeoutMs,
     onIdleError: (error) => logger.warn({ error: error.message }, "Postgres connection of the queries lost; the pool reconnects"),
   });
   return { queries: new PostgresTimerQueries(pool), retention: new PostgresTimerRetention(pool), pool };

@@ -15,6 +15,8 @@ export interface StorageConfig {
   readonly streamReplicas: number;
   /** 0 keeps everything. */
   readonly retentionMs: number;
+  /** The longest any storage call may wait (CONTRACT §16): connect, pool acquire, statement. */
+  readonly databaseTimeoutMs: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -73,5 +75,6 @@ export function loadStorageConfig(env: Env): StorageConfig {
     claimTtlMs: integerIn(env, "TIMER_CLAIM_TTL_MS", 30_000, 1_000, 600_000),
     streamReplicas: integerIn(env, "TIMER_STREAM_REPLICAS", 1, 1, 5),
     retentionMs: retentionMs(env),
+    databaseTimeoutMs: integerIn(env, "TIMER_DATABASE_TIMEOUT_MS", 10_000, 1_000, 600_000),
   });
 }

@@ -1,8 +1,10 @@
 import type { Logger } from "./app/logger.js";
 import type { TimerStore } from "./app/timer-store.js";
 
-/** How often storage health is looked at, and the least time between two warn lines. */
+/** The least time between two warn lines. */
 export const STORAGE_CHECK_INTERVAL_MS = 10_000;
+/** How often storage health is looked at: the first warn comes this soon after readiness fails. */
+const LOOK_INTERVAL_MS = 1_000;
 
 /**
  * While the store cannot be written (a locked or full SQLite file, Postgres away), says so at warn
@@ -11,21 +13,27 @@ export const STORAGE_CHECK_INTERVAL_MS = 10_000;
  */
 export function watchStorageOutage(store: TimerStore, logger: Logger, intervalMs = STORAGE_CHECK_INTERVAL_MS): () => void {
   let failingSinceMs: number | undefined;
+  let lastWarnMs = 0;
   let checks = 0;
-  const timer = setInterval(() => {
-    if (store.isWritable()) {
-      if (failingSinceMs !== undefined) logger.info({ outageMs: Date.now() - failingSinceMs }, "storage writable again");
-      failingSinceMs = undefined;
-      checks = 0;
-      return;
-    }
-    failingSinceMs ??= Date.now();
-    checks += 1;
-    logger.warn(
-      { outageMs: Date.now() - failingSinceMs, checks },
-      "storage not writable; commands are redelivered and firing retries until it is",
-    );
-  }, intervalMs);
+  const timer = setInterval(
+    () => {
+      if (store.isWritable()) {
+        if (failingSinceMs !== undefined) logger.info({ outageMs: Date.now() - failingSinceMs }, "storage writable again");
+        failingSinceMs = undefined;
+        checks = 0;
+        return;
+      }
+      failingSinceMs ??= Date.now();
+      if (Date.now() - lastWarnMs < intervalMs) return;
+      lastWarnMs = Date.now();
+      checks += 1;
+      logger.warn(
+        { outageMs: Date.now() - failingSinceMs, checks, ...(store.fault === undefined ? {} : { fault: store.fault }) },
+        "storage not writable; commands are redelivered and firing retries until it is",
+      );
+    },
+    Math.min(LOOK_INTERVAL_MS, intervalMs),
+  );
   timer.unref();
   return () => clearInterval(timer);
 }

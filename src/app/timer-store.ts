@@ -183,8 +183,15 @@ export interface TimerStore {
   /** The timer of `key`, or undefined. */
   get(key: TimerKey): Promise<Timer | undefined>;
 
-  /** Open, and the last write succeeded (readiness: a storage fault shows until a write works again). */
+  /**
+   * Open, answering its health check when it runs one (CONTRACT §16), and the last write succeeded
+   * (readiness: a storage fault shows until a write, or for a lost or locked database a health
+   * check, works again).
+   */
   isWritable(): boolean;
+
+  /** Why the store is not answering, when its health check knows (never credentials). */
+  readonly fault?: string | undefined;
 
   /** Releases the storage; further calls fail. */
   close(): Promise<void>;

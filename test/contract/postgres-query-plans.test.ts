@@ -61,7 +61,7 @@ beforeAll(async () => {
     url: TEST_DATABASE_URL,
     schema: SCHEMA,
     maxConnections: 1,
-    connectionTimeoutMs: 5_000,
+    timeoutMs: 5_000,
     onIdleError: () => {},
   });
   await pool.query("ALTER TABLE timer_schedules SET (autovacuum_enabled = false)");

@@ -145,7 +145,7 @@ describe("Postgres timer_state_counts", () => {
       url: DATABASE_URL,
       schema,
       maxConnections: 4,
-      connectionTimeoutMs: 5_000,
+      timeoutMs: 5_000,
       onIdleError: () => {},
     });
     try {
@@ -239,7 +239,7 @@ describe("Postgres timer_state_counts", () => {
     // The migrations up to 0001 only, in a copy of the folder with a shortened journal.
     const folder = mkdtempSync(join(tmpdir(), "timer-migrations-"));
     const schema = `counts_upgrade_${process.pid}_${Date.now() % 1_000_000}`;
-    const pool = createPostgresPool({ url: DATABASE_URL, schema, maxConnections: 1, connectionTimeoutMs: 5_000, onIdleError: () => {} });
+    const pool = createPostgresPool({ url: DATABASE_URL, schema, maxConnections: 1, timeoutMs: 5_000, onIdleError: () => {} });
     try {
       cpSync(DEFAULT_POSTGRES_MIGRATIONS_FOLDER, folder, { recursive: true });
       const journalPath = join(folder, "meta", "_journal.json");

@@ -117,7 +117,7 @@ let schemas = 0;
 export async function postgresHarness(): Promise<QueryHarness & { pool: pg.Pool }> {
   const schema = `${SCHEMA_PREFIX}_${++schemas}`;
   const store = await openPostgresTimerStore({ url: DATABASE_URL, schema, maxConnections: 1 });
-  const pool = createPostgresPool({ url: DATABASE_URL, schema, maxConnections: 2, connectionTimeoutMs: 5_000, onIdleError: () => {} });
+  const pool = createPostgresPool({ url: DATABASE_URL, schema, maxConnections: 2, timeoutMs: 5_000, onIdleError: () => {} });
   const { rows } = await pool.query<{ name: string }>(
     "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'timer_schedules'",
     [schema],

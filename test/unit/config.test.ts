@@ -310,3 +310,23 @@ describe("loadConfig: credentials in TIMER_BROKER_URL", () => {
     expect(configError({ TIMER_BROKER_URL: "nats://nats-1:99999" }).message).toContain('"nats://nats-1:99999"');
   });
 });
+
+describe("loadConfig: TIMER_DATABASE_TIMEOUT_MS (CONTRACT §16)", () => {
+  it("when unset, then storage calls are bounded by 10000 ms", () => {
+    expect(loadConfig({}).storage.databaseTimeoutMs).toBe(10_000);
+  });
+
+  it.each([
+    ["1000", 1_000],
+    ["600000", 600_000],
+  ])("when it is %s, then it is accepted", (value, expected) => {
+    expect(loadConfig({ TIMER_DATABASE_TIMEOUT_MS: value }).storage.databaseTimeoutMs).toBe(expected);
+  });
+
+  it.each(["999", "600001", "10s", "-1", "1e4"])("when it is %s, then loading fails naming the variable", (value) => {
+    const error = configError({ TIMER_DATABASE_TIMEOUT_MS: value });
+
+    expect(error.variable).toBe("TIMER_DATABASE_TIMEOUT_MS");
+    expect(error.message).toContain("TIMER_DATABASE_TIMEOUT_MS");
+  });
+});

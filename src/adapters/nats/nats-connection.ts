@@ -13,6 +13,8 @@ import type { Logger } from "../../app/logger.js";
 import { BrokerUnreachableLog } from "./broker-unreachable-log.js";
 import { parseBrokerUrl, type BrokerUrl } from "./broker-url.js";
 
+/** How long one connect or reconnect attempt may take before the next one starts. */
+const CONNECT_ATTEMPT_TIMEOUT_MS = 5_000;
 /** Pause between two rounds over the servers while the broker has never been reached. */
 const FIRST_CONNECT_RETRY_MS = 250;
 
@@ -34,6 +36,10 @@ export function natsConnectionOptions(servers: readonly string[], given: NatsCre
     servers: parsed.map((entry) => entry.server),
     name: "timer-service",
     maxReconnectAttempts: -1,
+    // One attempt waits this long for the server's INFO and PONG (the client's default is 20 s). A
+    // port that accepts but never speaks (a container engine's forwarder before the broker behind
+    // it listens) otherwise holds a reconnect for those 20 s.
+    timeout: CONNECT_ATTEMPT_TIMEOUT_MS,
     reconnectTimeWait: 250,
     reconnectJitter: 100,
     pingInterval: 10_000,

@@ -34,8 +34,11 @@ export const FOLD_ENDED_BACKEND_COUNTS = `
  */
 export async function migratePostgres(pool: pg.Pool, schema: string, migrationsFolder = DEFAULT_POSTGRES_MIGRATIONS_FOLDER): Promise<void> {
   const client = await pool.connect();
-  let failure: unknown;
   try {
+    // Waiting for another instance's migrations, and a migration of a large table, may outlast
+    // TIMER_DATABASE_TIMEOUT_MS: this start-up connection runs without the time-outs, and is closed after.
+    await client.query("SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0");
+    (client as unknown as { connectionParameters: { query_timeout: number } }).connectionParameters.query_timeout = 0;
     // The two-int form keeps this lock apart from any single-bigint advisory lock.
     await client.query("SELECT pg_advisory_lock(hashtext('timer-service:migrate'), hashtext($1))", [schema]);
     try {
@@ -49,11 +52,8 @@ export async function migratePostgres(pool: pg.Pool, schema: string, migrationsF
     } finally {
       await client.query("SELECT pg_advisory_unlock(hashtext('timer-service:migrate'), hashtext($1))", [schema]);
     }
-  } catch (error) {
-    failure = error;
-    throw error;
   } finally {
-    // A connection that failed mid-way is closed rather than reused (it may still hold the lock).
-    client.release(failure === undefined ? undefined : true);
+    // Closed rather than reused: it runs without time-outs, and one that failed may still hold the lock.
+    client.release(true);
   }
 }

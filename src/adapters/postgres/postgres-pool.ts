@@ -23,7 +23,12 @@ export interface PostgresPoolOptions {
   /** The schema of the tables; every connection puts it first on its `search_path`. */
   readonly schema: string;
   readonly maxConnections: number;
-  readonly connectionTimeoutMs: number;
+  /**
+   * The longest one connect, pool acquire or statement may take (TIMER_DATABASE_TIMEOUT_MS): enforced
+   * by the server (statement_timeout, idle_in_transaction_session_timeout: a stalled instance's row
+   * locks are freed) and by the client (query_timeout, which also covers a peer that stopped answering).
+   */
+  readonly timeoutMs: number;
   /** An idle connection failed (server restart, network): the pool drops it and connects anew. */
   readonly onIdleError: (error: Error) => void;
 }
@@ -42,12 +47,17 @@ export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.maxConnections,
-    connectionTimeoutMillis: options.connectionTimeoutMs,
+    connectionTimeoutMillis: options.timeoutMs,
+    query_timeout: options.timeoutMs,
+    statement_timeout: options.timeoutMs,
+    idle_in_transaction_session_timeout: options.timeoutMs,
     // Kept open while idle (pg's default closes them after 10 s): a new connection is a new backend
     // process, and its start and the statements it prepares again delayed the first batch after a
     // quiet spell by 100 ms or more on a loaded machine.
     idleTimeoutMillis: 0,
+    // Idle pooled connections are probed by TCP, so one whose peer vanished is noticed before use.
     keepAlive: true,
+    keepAliveInitialDelayMillis: Math.min(options.timeoutMs, 10_000),
     application_name: "timer-service",
     options: `-c search_path=${options.schema} ${PLANNER_SETTINGS}`,
     types: {

@@ -22,6 +22,9 @@ import { migratePostgres } from "./postgres-migrations.js";
 import { createPostgresPool } from "./postgres-pool.js";
 import * as q from "./timer-schedules.sql.js";
 import { ConcurrentInsertError, withRetry } from "./transaction-retry.js";
+import { isConnectionFault } from "./connection-fault.js";
+import { withDeadline } from "../storage/storage-deadline.js";
+import { StorageProbe } from "../storage/storage-probe.js";
 
 export interface PostgresTimerStoreOptions {
   /** `postgres://user:pass@host:port/db`; never logged (it may hold a password). */
@@ -30,8 +33,13 @@ export interface PostgresTimerStoreOptions {
   readonly schema: string;
   /** Connections of the pool; one per concurrent store call. Default 5. */
   readonly maxConnections?: number;
-  /** How long to wait for a connection before a call fails. Default 5000 ms. */
-  readonly connectionTimeoutMs?: number;
+  /**
+   * The longest one call may take, connection and pool wait included (TIMER_DATABASE_TIMEOUT_MS);
+   * past it the call fails with StorageTimeoutError. Default 10000 ms.
+   */
+  readonly timeoutMs?: number;
+  /** Checks every `intervalMs` that the database answers (readiness, CONTRACT §16); off when unset. */
+  readonly healthProbe?: { readonly intervalMs: number; readonly onResult?: (error: unknown) => void };
   /** The folder of drizzle-kit's migrations; defaults to `drizzle/postgres` at the package root. */
   readonly migrationsFolder?: string;
   /** An idle pooled connection failed; the pool replaces it. */
@@ -44,7 +52,7 @@ export async function openPostgresTimerStore(options: PostgresTimerStoreOptions)
     url: options.url,
     schema: options.schema,
     maxConnections: options.maxConnections ?? 5,
-    connectionTimeoutMs: options.connectionTimeoutMs ?? 5_000,
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     onIdleError: options.onIdleError ?? (() => {}),
   });
   try {
@@ -54,8 +62,12 @@ export async function openPostgresTimerStore(options: PostgresTimerStoreOptions)
     await pool.end();
     throw error;
   }
-  return new PostgresTimerStore(pool);
+  const store = new PostgresTimerStore(pool, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  if (options.healthProbe !== undefined) store.startHealthProbe(options.healthProbe);
+  return store;
 }
+
+const DEFAULT_TIMEOUT_MS = 10_000;
 
 /** Opens every connection of the pool now, so that the first commands and polls do not wait for one. */
 async function warmUp(pool: pg.Pool, connections: number): Promise<void> {
@@ -105,11 +117,41 @@ export class PostgresTimerStore implements TimerStore {
   readonly #pool: pg.Pool;
   #closed = false;
   #lastWriteFailed = false;
+  /** The last failed write lost the connection or timed out: a successful health check clears it. */
+  #lastWriteUnreachable = false;
+  #probe: StorageProbe | undefined;
   /** The latest `nowMs` this store claimed at: every claim it took is on a timer due by then. */
   #latestClaimMs: number | undefined;
 
-  constructor(pool: pg.Pool) {
+  constructor(
+    pool: pg.Pool,
+    private readonly timeoutMs = DEFAULT_TIMEOUT_MS,
+  ) {
     this.#pool = pool;
+  }
+
+  /** Starts the background `SELECT 1` that readiness follows (see StorageProbe). */
+  startHealthProbe(options: { readonly intervalMs: number; readonly onResult?: (error: unknown) => void }): void {
+    this.#probe = new StorageProbe(
+      async () => {
+        await this.#pool.query("SELECT 1");
+        // The database answers again: a write that failed only because it did not is no longer a fault.
+        if (this.#lastWriteUnreachable) this.#lastWriteFailed = this.#lastWriteUnreachable = false;
+      },
+      { intervalMs: options.intervalMs, timeoutMs: this.timeoutMs, ...(options.onResult ? { onResult: options.onResult } : {}) },
+    );
+    this.#probe.start();
+  }
+
+  /** Why the store is not healthy, for the outage log (no credentials: driver messages only). */
+  get fault(): string | undefined {
+    const error = this.#probe?.lastError;
+    return error === undefined ? undefined : error instanceof Error ? error.message : String(error);
+  }
+
+  /** Bounds a read like a write (CONTRACT §16). */
+  #bounded<T>(read: Promise<T>): Promise<T> {
+    return withDeadline(read, this.timeoutMs, "Postgres read");
   }
 
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
@@ -378,7 +420,9 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async nextDeadlineAt(): Promise<number | null> {
-    const { rows } = await this.#pool.query<{ deadlineAtMs: number | null }>({ name: "timer-next-deadline-at", text: q.NEXT_DEADLINE_AT });
+    const { rows } = await this.#bounded(
+      this.#pool.query<{ deadlineAtMs: number | null }>({ name: "timer-next-deadline-at", text: q.NEXT_DEADLINE_AT }),
+    );
     return rows[0]?.deadlineAtMs ?? null;
   }
 
@@ -421,10 +465,9 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
-    const { rows } = await this.#pool.query<PrefixCancelSweep>({
-      name: "timer-unfinished-prefix-cancels",
-      text: q.SELECT_UNFINISHED_PREFIX_CANCELS,
-    });
+    const { rows } = await this.#bounded(
+      this.#pool.query<PrefixCancelSweep>({ name: "timer-unfinished-prefix-cancels", text: q.SELECT_UNFINISHED_PREFIX_CANCELS }),
+    );
     return rows;
   }
 
@@ -497,7 +540,7 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async nextDueAt(): Promise<number | null> {
-    const { rows } = await this.#pool.query<{ dueAtMs: number | null }>({ name: "timer-next-due-at", text: q.NEXT_DUE_AT });
+    const { rows } = await this.#bounded(this.#pool.query<{ dueAtMs: number | null }>({ name: "timer-next-due-at", text: q.NEXT_DUE_AT }));
     return rows[0]?.dueAtMs ?? null;
   }
 
@@ -511,28 +554,28 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async countScheduled(): Promise<number> {
-    const { rows } = await this.#pool.query<{ count: number }>(q.COUNT_SCHEDULED);
+    const { rows } = await this.#bounded(this.#pool.query<{ count: number }>(q.COUNT_SCHEDULED));
     return rows[0]?.count ?? 0;
   }
 
   async get(key: TimerKey): Promise<Timer | undefined> {
-    const { rows } = await this.#pool.query<Row<Timer>>({
-      name: "timer-select-by-key",
-      text: q.SELECT_BY_KEY,
-      values: [key.tenantId, key.serviceCallId],
-    });
+    const { rows } = await this.#bounded(
+      this.#pool.query<Row<Timer>>({ name: "timer-select-by-key", text: q.SELECT_BY_KEY, values: [key.tenantId, key.serviceCallId] }),
+    );
     return rows[0] === undefined ? undefined : fromRow<Timer>(rows[0]);
   }
 
-  /** Open, and the last write succeeded: readiness reports storage faults with this. */
+  /** Open, answering the health check, and the last write succeeded: readiness reports storage faults with this. */
   isWritable(): boolean {
-    return !this.#closed && !this.#lastWriteFailed;
+    return !this.#closed && !this.#lastWriteFailed && this.#probe?.healthy !== false;
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#pool.end();
+    this.#probe?.stop();
+    // Ending a connection to a peer that stopped answering waits for its goodbye: bounded too.
+    await withDeadline(this.#pool.end(), this.timeoutMs, "closing the Postgres pool").catch(() => undefined);
   }
 
   /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
@@ -546,9 +589,12 @@ export class PostgresTimerStore implements TimerStore {
         await client.query("COMMIT");
         return result;
       } catch (error) {
-        await client.query("ROLLBACK").catch((rollbackError: unknown) => {
-          broken = rollbackError;
-        });
+        // A connection that timed out or broke cannot roll back in time: closing it rolls back.
+        if (isConnectionFault(error)) broken = error;
+        else
+          await client.query("ROLLBACK").catch((rollbackError: unknown) => {
+            broken = rollbackError;
+          });
         throw error;
       }
     } finally {
@@ -557,14 +603,17 @@ export class PostgresTimerStore implements TimerStore {
     }
   }
 
-  /** Runs a write and remembers whether it failed (readiness). */
+  /** Runs a write within the time-out and remembers whether it failed (readiness). */
   async #write<T>(write: () => Promise<T>, isStorageFault: (error: unknown) => boolean = () => true): Promise<T> {
     try {
-      const result = await write();
-      this.#lastWriteFailed = false;
+      const result = await withDeadline(write(), this.timeoutMs, "Postgres write");
+      this.#lastWriteFailed = this.#lastWriteUnreachable = false;
       return result;
     } catch (error) {
-      if (isStorageFault(error)) this.#lastWriteFailed = true;
+      if (isStorageFault(error)) {
+        this.#lastWriteFailed = true;
+        this.#lastWriteUnreachable = isConnectionFault(error);
+      }
       throw error;
     }
   }

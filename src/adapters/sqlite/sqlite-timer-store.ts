@@ -24,6 +24,13 @@ import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 import { dealRoundRobin } from "../../app/firing/fair-due-selection.js";
+import { StorageProbe } from "../storage/storage-probe.js";
+
+/** SQLITE_BUSY and SQLITE_LOCKED, with their extended codes. */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"));
+}
 
 export interface SqliteTimerStoreOptions {
   /** The database file; its folder is created when missing. */
@@ -164,6 +171,9 @@ type PrefixCancelKey = Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">;
  */
 export class SqliteTimerStore implements TimerStore {
   #lastWriteFailed = false;
+  /** The last failed write found the database locked: a health check that gets the lock clears it. */
+  #lastWriteBusy = false;
+  #probe: StorageProbe | undefined;
   readonly #db: Database.Database;
   readonly #selectByKey: Database.Statement<[tenantId: string, serviceCallId: string], TimerRow>;
   readonly #upsert: Database.Statement<[unknown[]]>;
@@ -495,12 +505,37 @@ export class SqliteTimerStore implements TimerStore {
   #write<T>(transaction: () => T): T {
     try {
       const result = transaction();
-      this.#lastWriteFailed = false;
+      this.#lastWriteFailed = this.#lastWriteBusy = false;
       return result;
     } catch (error) {
       this.#lastWriteFailed = true;
+      this.#lastWriteBusy = isBusy(error);
       throw error;
     }
+  }
+
+  /**
+   * Starts a background check that takes the write lock and gives it back at once (waiting at most
+   * the busy time-out), so that readiness shows a database locked by another process even while
+   * nothing writes (CONTRACT §16).
+   */
+  startHealthProbe(options: {
+    readonly intervalMs: number;
+    readonly timeoutMs: number;
+    readonly onResult?: (error: unknown) => void;
+  }): void {
+    this.#probe = new StorageProbe(() => {
+      this.#db.exec("BEGIN IMMEDIATE");
+      this.#db.exec("ROLLBACK");
+      if (this.#lastWriteBusy) this.#lastWriteFailed = this.#lastWriteBusy = false;
+    }, options);
+    this.#probe.start();
+  }
+
+  /** Why the store is not healthy, for the outage log. */
+  get fault(): string | undefined {
+    const error = this.#probe?.lastError;
+    return error === undefined ? undefined : error instanceof Error ? error.message : String(error);
   }
 
   async nextDueAt(): Promise<number | null> {
@@ -529,12 +564,13 @@ export class SqliteTimerStore implements TimerStore {
     return this.#db;
   }
 
-  /** Open, and the last write transaction succeeded: readiness reports storage faults with this. */
+  /** Open, not locked by another process, and the last write transaction succeeded: readiness reports storage faults with this. */
   isWritable(): boolean {
-    return this.#db.open && !this.#lastWriteFailed;
+    return this.#db.open && !this.#lastWriteFailed && this.#probe?.healthy !== false;
   }
 
   async close(): Promise<void> {
+    this.#probe?.stop();
     if (!this.#db.open) return;
     await this.#checkpointer?.stop();
     if (this.#db.open) this.#db.close();
