@@ -108,15 +108,8 @@ function cursorFields(text: string, version: number): [number, number, string] |
 }
 
 export function decodeCursor(text: string): ListPosition | undefined {
-  if (text.length === 0 || text.length > 2048 || !/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(value) || value.length !== 4 || value[0] !== CURSOR_VERSION) return undefined;
-  const [, snapshotMs, dueAtMs, serviceCallId] = value as unknown[];
-  if (!Number.isSafeInteger(snapshotMs) || !Number.isSafeInteger(dueAtMs) || !isServiceCallId(serviceCallId)) return undefined;
-  return { snapshotMs: snapshotMs as number, dueAtMs: dueAtMs as number, serviceCallId };
+  const fields = cursorFields(text, CURSOR_VERSION);
+  if (fields === undefined) return undefined;
+  const [snapshotMs, dueAtMs, serviceCallId] = fields;
+  return { snapshotMs, dueAtMs, serviceCallId };
 }
