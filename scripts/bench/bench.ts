@@ -45,7 +45,7 @@ import { recurringLoad } from "./scenarios/recurring-load.js";
 import { instances } from "./scenarios/instances.js";
 import { deliveryOverhead } from "./scenarios/delivery-overhead.js";
 import { catchUp } from "./scenarios/catch-up.js";
-import { manyTenants, noisyNeighbour } from "./scenarios/fairness.js";
+import { manyTenants, noisyNeighbour, queryFlood } from "./scenarios/fairness.js";
 
 type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 
@@ -58,6 +58,7 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "lowLoadLag", run: lowLoadLag, timeoutMs: 5 * 60_000 },
   { name: "noisyNeighbour", run: noisyNeighbour, timeoutMs: 20 * 60_000 },
   { name: "manyTenants", run: manyTenants, timeoutMs: 20 * 60_000 },
+  { name: "queryFlood", run: queryFlood, timeoutMs: 20 * 60_000 },
   { name: "recovery", run: recovery, timeoutMs: 10 * 60_000 },
   { name: "pollAt1M", run: pollAtSize(1_000_000, "pollAt1M"), timeoutMs: 15 * 60_000 },
   { name: "pollAt10M", run: pollAtSize(10_000_000, "pollAt10M"), timeoutMs: 60 * 60_000, sizeFlag: true },
@@ -161,6 +162,13 @@ const TARGETS: Target[] = [
   { name: "noisy neighbour: B's lateness p99", path: "noisyNeighbour.quietLatenessMs.p99", op: "<=", target: 50, unit: "ms" },
   { name: "noisy neighbour: A's drain rate vs A alone", path: "noisyNeighbour.aloneToNoisyRate", op: ">=", target: 0.9, unit: "×" },
   { name: "10,000 tenants × 10: drain rate vs one tenant", path: "manyTenants.rateToOneTenant", op: ">=", target: 0.8, unit: "×" },
+  {
+    name: "query flood: B's lateness p99 under A's list queries",
+    path: "queryFlood.floodedLatenessMs.p99",
+    op: "<=",
+    target: 100,
+    unit: "ms",
+  },
   { name: "catch-up, per-minute cron from year 0: max", path: "catchUp.cronEveryMinuteFromYear0.maxMs", op: "<=", target: 100, unit: "ms" },
   {
     name: "catch-up, monthly cron after 100 years: max",

@@ -126,3 +126,68 @@ export async function manyTenants(ctx: BenchContext): Promise<Record<string, unk
     ...(alone === undefined ? {} : { rateToOneTenant: round(alone / seconds, 2) }),
   };
 }
+
+/**
+ * queryFlood: tenant A holds 2,000 timers with 1 KiB of data and sends 2,000 `list` queries (limit
+ * 1000) over NATS, 50 in flight, while tenant B's 300 timers fall due over 6 s. Reports B's lateness
+ * p50 / p99 / max against the same timers with A quiet (in the same run), and how A's queries ended
+ * (answered, busy).
+ */
+export async function queryFlood(ctx: BenchContext): Promise<Record<string, unknown>> {
+  const queries = scaled(ctx, 2_000);
+  const quietTimers = 300;
+  const nats = await startNats(ctx);
+  const service = await startService(ctx, nats.url, "queryFlood");
+  const client = await BenchClient.connect(ctx, nats.url);
+  const events = new DueEventCollector(ctx, client.nc, "timer.events.due.bench-b", true);
+  await client.nc.flush();
+  const data = "x".repeat(1_000);
+  const stock = Array.from({ length: 2_000 }, (_, i) => {
+    const message = scheduleMessage("bench-a", `stock-${i}`, Date.now() + 86_400_000);
+    const envelope = JSON.parse(new TextDecoder().decode(message.data)) as { payload: Record<string, unknown> };
+    envelope.payload.data = { filler: data };
+    return { subject: message.subject, data: new TextEncoder().encode(JSON.stringify(envelope)) };
+  });
+  await publishAll(client.nc, stock, { inFlight: 500, timeoutMs: 120_000, label: "queryFlood stock" });
+  await waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, {
+    timeoutMs: 120_000,
+    what: "stock stored",
+    published: () => true,
+  });
+
+  /** B's timers due over 6 s from 2 s ahead; resolves with their lateness once all arrived. */
+  const quietRound = async (label: string): Promise<number[]> => {
+    const firstDueMs = Date.now() + 2_000;
+    const before = events.count;
+    const messages = Array.from({ length: quietTimers }, (_, i) => scheduleMessage("bench-b", `${label}-${i}`, firstDueMs + i * 20));
+    await publishAll(client.nc, messages, { inFlight: 100, timeoutMs: 60_000, label: `queryFlood ${label}` });
+    await events.waitFor(before + quietTimers, 120_000, `queryFlood ${label}`);
+    return events.bodies.slice(before).map((e) => e.receivedAtMs - Date.parse(e.body.payload.dueAt as string));
+  };
+
+  const quiet = await quietRound("quiet");
+  let answered = 0;
+  let busy = 0;
+  let next = 0;
+  const flooding = (async () => {
+    await sleep(1_500);
+    await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        while (next++ < queries) {
+          const reply = await client.nc.request("timer.query.list.bench-a", JSON.stringify({ limit: 1000 }), { timeout: 30_000 });
+          if (reply.headers?.get("Nats-Service-Error-Code") === "503") busy++;
+          else answered++;
+        }
+      }),
+    );
+  })();
+  const flooded = await quietRound("flooded");
+  await flooding;
+  await stopService(service);
+  const withFlood = summary(flooded);
+  const without = summary(quiet);
+  ctx.log(
+    `B lateness p99 ${without?.p99} ms quiet, ${withFlood?.p99} ms under A's ${queries} list queries (${answered} answered, ${busy} busy)`,
+  );
+  return { queries, answered, busy, quietLatenessMs: without, floodedLatenessMs: withFlood };
+}
