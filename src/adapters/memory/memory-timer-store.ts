@@ -102,7 +102,7 @@ export class MemoryTimerStore implements TimerStore {
     // The same rule as the SQL stores, which see a tenant's earliest due time in their index of
     // tenants with due timers (their own chain's timers included).
     const earliest = (tenantId: string, list: readonly ScheduledTimer[]): number =>
-      Math.min(after?.get(tenantId)?.dueAtMs ?? Number.POSITIVE_INFINITY, ...list.map((t) => t.dueAtMs));
+      list.reduce((earliest, t) => Math.min(earliest, t.dueAtMs), after?.get(tenantId)?.dueAtMs ?? Number.POSITIVE_INFINITY);
     const candidates = [...byTenant.entries()]
       .map(([tenantId, list]) => ({ tenantId, list, earliestMs: earliest(tenantId, list) }))
       .sort((a, b) => a.earliestMs - b.earliestMs || compareUtf8(a.tenantId, b.tenantId))

@@ -292,11 +292,9 @@ export class PostgresTimerStore implements TimerStore {
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
     const { nowMs, limit, after, owner, leaseUntilMs } = claim;
-    const { rows: candidates } = await this.#pool.query<{ tenantId: string }>({
-      name: "timer-select-due-tenants",
-      text: q.SELECT_DUE_TENANTS,
-      values: [nowMs, limit],
-    });
+    const { rows: candidates } = await this.#bounded(
+      this.#pool.query<{ tenantId: string }>({ name: "timer-select-due-tenants", text: q.SELECT_DUE_TENANTS, values: [nowMs, limit] }),
+    );
     this.#latestClaimMs = Math.max(this.#latestClaimMs ?? nowMs, nowMs);
     if (candidates.length === 0) return [];
     const tenants = candidates.map((c) => c.tenantId);
@@ -545,11 +543,13 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async countScheduledOf(tenantIds: readonly string[]): Promise<ReadonlyMap<string, number>> {
-    const { rows } = await this.#pool.query<{ tenantId: string; count: number }>({
-      name: "timer-count-scheduled-of",
-      text: q.COUNT_SCHEDULED_OF,
-      values: [tenantIds],
-    });
+    const { rows } = await this.#bounded(
+      this.#pool.query<{ tenantId: string; count: number }>({
+        name: "timer-count-scheduled-of",
+        text: q.COUNT_SCHEDULED_OF,
+        values: [tenantIds],
+      }),
+    );
     return new Map(rows.map((row) => [row.tenantId, Number(row.count)]));
   }
 

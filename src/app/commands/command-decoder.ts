@@ -41,7 +41,7 @@ export type DecodedCommand =
       readonly type: CommandType;
       readonly command: TimerCommand;
       /** The CommandRejected of this message, should a rule of the store refuse it later (a quota). */
-      readonly refusal?: (code: RejectionCode, reason: string) => CommandRejected;
+      readonly refusal: (code: RejectionCode, reason: string) => CommandRejected;
     }
   | { readonly ok: false; readonly type: CommandType; readonly rejection: CommandRejected };
 
@@ -98,7 +98,7 @@ export class CommandDecoder {
     kind: string,
     type: CommandType,
     context: RejectionContext,
-  ): DecodedCommand {
+  ): DecodedCommand | { readonly ok: true; readonly type: CommandType; readonly command: TimerCommand } {
     if (raw.body.byteLength > MAX_COMMAND_BYTES) {
       return context.reject("TOO_LARGE", `message body is ${raw.body.byteLength} bytes, over ${MAX_COMMAND_BYTES}`);
     }

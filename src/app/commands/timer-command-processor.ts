@@ -68,7 +68,7 @@ export class TimerCommandProcessor {
 
   async process(batch: readonly DeliveredCommand[]): Promise<CommandSettlement[]> {
     const settlements = new Array<CommandSettlement>(batch.length);
-    const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal | undefined }[] = [];
+    const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal }[] = [];
     const rejected: Promise<void>[] = [];
     batch.forEach((message, index) => {
       const decoded = this.decode(message);
@@ -83,14 +83,7 @@ export class TimerCommandProcessor {
         if (decision?.outcome === "refused") {
           const message = batch[v.index]!;
           const reason = `tenant ${v.command.tenantId} has ${this.deps.maxPendingPerTenant} Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)`;
-          const rejection = v.refusal?.(decision.code, reason) ?? {
-            id: rejectionId(message.sourceId),
-            tenant: v.command.tenantId,
-            code: decision.code,
-            reason,
-            subject: message.subject,
-          };
-          rejected.push(this.reject(message, v.type, rejection).then((s) => void (settlements[v.index] = s)));
+          rejected.push(this.reject(message, v.type, v.refusal(decision.code, reason)).then((s) => void (settlements[v.index] = s)));
           return;
         }
         if (decision?.outcome === "ignored" && decision.retryLater === true && deliveryCount < REPORT_RETRY_DELIVERIES) {

@@ -11,7 +11,9 @@ import type { DueCursor, TenantDuePosition } from "../timer-store.js";
  *    second, … until `limit` timers.
  *
  * One tenant alone gets the whole batch; with others due, each gets about `limit / candidates` and
- * what they leave goes to the tenants with more. A store reads at most 4 × `limit` rows per poll.
+ * what they leave goes to the tenants with more. Postgres reads each candidate's range in one
+ * statement, at most `perTenantReadLimit` rows of it (so at most 4 × `limit` rows per poll); SQLite
+ * reads each candidate's share and more only when the batch is short, which deals the same.
  */
 export function perTenantReadLimit(limit: number, candidates: number): number {
   return Math.min(limit, Math.ceil(limit / Math.max(1, candidates)) * 4);
