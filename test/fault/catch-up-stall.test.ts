@@ -91,7 +91,8 @@ describe("a command cannot stall the service", () => {
       `the other tenant's 20 timers (${Array.from({ length: 20 }, (_, i) => eventsOf(client.events, OTHER, `b-${i}`).length).join(",")})`,
     );
 
-    const cron = eventsOf(client.events, HOSTILE, "year-0-cron");
+    // Exactly one catch-up event; a minute boundary passed meanwhile adds a regular occurrence.
+    const cron = eventsOf(client.events, HOSTILE, "year-0-cron").filter((e) => e.body.payload.missedOccurrences !== undefined);
     expect(cron).toHaveLength(1);
     expect(cron[0]!.body.payload).toMatchObject({ missedOccurrencesCapped: true });
     expect(cron[0]!.body.payload.missedOccurrences).toBeGreaterThan(1_000);
