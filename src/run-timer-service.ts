@@ -50,18 +50,9 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
 
   try {
     const { startTimerService } = await import("./service.js");
-    const { openTimerStore } = await import("./adapters/open-timer-store.js");
-    const { SqliteTimerStore } = await import("./adapters/sqlite/sqlite-timer-store.js");
-    const { readSqliteStoreId } = await import("./adapters/sqlite/sqlite-store-id.js");
-    const store = await openTimerStore(config, logger);
-    // A SQLite file serves one instance: the service leases its consumer in the broker (CONTRACT §6).
-    const exclusiveStoreId = store instanceof SqliteTimerStore ? readSqliteStoreId(store.database) : undefined;
-    service = await startTimerService(config, {
-      store,
-      logger,
-      clock: systemClock,
-      ...(exclusiveStoreId === undefined ? {} : { exclusiveStoreId }),
-    });
+    const { openStorage } = await import("./adapters/open-storage.js");
+    const storage = await openStorage(config, logger, systemClock);
+    service = await startTimerService(config, { storage, logger, clock: systemClock });
   } catch (error) {
     logger.fatal({ err: error }, "timer service failed to start");
     process.exit(1);

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { TimerServiceConfig } from "./config.js";
 import type { Clock } from "./app/clock.js";
 import type { Logger } from "./app/logger.js";
-import type { TimerStore } from "./app/timer-store.js";
+import type { Storage } from "./app/storage.js";
 import { CommandDecoder } from "./app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "./app/commands/timer-command-processor.js";
 import { DueTimerWorker } from "./app/firing/due-timer-worker.js";
@@ -15,7 +15,7 @@ import { PrefixCancelSweeper } from "./app/commands/prefix-cancel-sweeper.js";
 import { CronerCalendar } from "./adapters/cron/croner-calendar.js";
 import { PrometheusTimerMetrics } from "./adapters/metrics/prometheus-timer-metrics.js";
 import { HealthHttpServer } from "./adapters/http/health-http-server.js";
-import { QueryFeatures } from "./query-features.js";
+import { QueriesAndRetention } from "./queries-and-retention.js";
 import { NatsBroker } from "./adapters/nats/nats-broker.js";
 import { JetStreamEventPublisher } from "./adapters/nats/jetstream-event-publisher.js";
 import { JetStreamAckTracker } from "./adapters/nats/jetstream-ack-tracker.js";
@@ -33,15 +33,10 @@ const LEASE_BUCKET = "timer_leases";
 
 /** What the service runs on; tests pass other adapters (a memory store, a fake clock). */
 export interface TimerServiceAdapters {
-  /** Opened and migrated; the service closes it when it stops. */
-  readonly store: TimerStore;
+  /** Opened and migrated (src/adapters/open-storage.ts); the service closes it when it stops. */
+  readonly storage: Storage;
   readonly clock: Clock;
   readonly logger: Logger;
-  /**
-   * Set for a store only one instance may use (SQLite): its database's id. The service then holds a
-   * broker lease on its consumer naming that database, and consumes and fires only while it does.
-   */
-  readonly exclusiveStoreId?: string;
 }
 
 export interface RunningTimerService {
@@ -62,24 +57,24 @@ function instanceId(): string {
  * fails to start.
  */
 export async function startTimerService(config: TimerServiceConfig, adapters: TimerServiceAdapters): Promise<RunningTimerService> {
-  const { store, logger, clock } = adapters;
+  const { storage, logger, clock } = adapters;
+  const { store } = storage;
   const owner = instanceId();
   const metrics = new PrometheusTimerMetrics();
   try {
     metrics.setPending(await store.countScheduled());
   } catch (error) {
-    await store.close();
+    await storage.close();
     throw error;
   }
-  const pendingRefresh =
-    config.storage.store === "postgres"
-      ? setInterval(() => {
-          store.countScheduled().then(
-            (count) => metrics.setPending(count),
-            (error: unknown) => logger.warn({ err: error }, "counting scheduled timers failed"),
-          );
-        }, SHARED_PENDING_REFRESH_MS)
-      : undefined;
+  const pendingRefresh = storage.shared
+    ? setInterval(() => {
+        store.countScheduled().then(
+          (count) => metrics.setPending(count),
+          (error: unknown) => logger.warn({ err: error }, "counting scheduled timers failed"),
+        );
+      }, SHARED_PENDING_REFRESH_MS)
+    : undefined;
   pendingRefresh?.unref();
   const stopStorageWatch = watchStorageOutage(store, logger);
 
@@ -90,11 +85,11 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     { name: "storage", ok: () => store.isWritable() },
     { name: "broker", ok: () => broker?.isConnected === true },
     { name: "streams", ok: () => broker?.topologyReady === true && consumer?.pulling === true },
-    ...(adapters.exclusiveStoreId === undefined ? [] : [{ name: "lease", ok: () => lease?.held === true }]),
+    ...(storage.exclusive === undefined ? [] : [{ name: "lease", ok: () => lease?.held === true }]),
   ]);
   // Queries and retention (CONTRACT §7, §9): /v1 and the admin page here; NATS endpoints and sweeps start with the work.
-  const queryFeatures = new QueryFeatures({ store, config, clock, logger, registry: metrics.registry });
-  http.use(queryFeatures.routes);
+  const queriesAndRetention = new QueriesAndRetention({ storage, config, clock, logger, registry: metrics.registry });
+  http.use(queriesAndRetention.routes);
   const address = await http.listen(config.httpPort, config.httpHost);
   logger.info({ host: address.address, port: address.port }, "http listening");
 
@@ -112,7 +107,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     clearInterval(pendingRefresh);
     stopStorageWatch();
     await http.close();
-    await store.close();
+    await storage.close();
     throw error;
   }
   const connectedBroker = broker;
@@ -129,7 +124,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     eventsStream: config.eventsStream,
     clock,
   });
-  queryFeatures.attachCommandSender(new JetStreamCommandSender(acks, config));
+  queriesAndRetention.attachCommandSender(new JetStreamCommandSender(acks, config));
   const calendar = new CronerCalendar();
   // Completion tracking (CONTRACT §11): retries and completion time-outs of Fired timers.
   // What both firing workers share: where they read and write, publish, and whose claims they take.
@@ -181,7 +176,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     runningLoop.start();
     deadlineLoop.start();
     sweeper.start();
-    await queryFeatures
+    await queriesAndRetention
       .start(connectedBroker.connection)
       .catch((error: unknown) => logger.error({ err: error }, "starting queries and retention failed"));
     await commandConsumer.start();
@@ -190,26 +185,27 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
         commandsStream: config.commandsStream,
         eventsStream: config.eventsStream,
         consumer: config.consumerName,
-        store: config.storage.store,
+        store: storage.kind,
         owner,
       },
       "timer service started",
     );
   };
-  if (adapters.exclusiveStoreId === undefined) {
+  const { exclusive } = storage;
+  if (exclusive === undefined) {
     await startWork();
   } else {
     lease = new JetStreamConsumerLease(connectedBroker.js, {
       bucket: LEASE_BUCKET,
       key: `${config.commandsStream}.${config.consumerName}`,
-      holder: { storeId: adapters.exclusiveStoreId, instance: owner, location: config.dbPath },
+      holder: { storeId: exclusive.id, instance: owner, location: exclusive.location },
       ttlMs: config.storage.claimTtlMs,
       replicas: config.storage.streamReplicas,
       logger,
       onAcquired: () => void startWork(),
       // Another database took the consumer while this one was cut off: never work on both.
       onLost: () =>
-        void Promise.all([commandConsumer.stop(), runningLoop.stop(), deadlineLoop.stop(), sweeper.stop(), queryFeatures.stop()]),
+        void Promise.all([commandConsumer.stop(), runningLoop.stop(), deadlineLoop.stop(), sweeper.stop(), queriesAndRetention.stop()]),
     });
     lease.start();
   }
@@ -224,14 +220,14 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       await runningLoop.stop();
       await deadlineLoop.stop();
       await sweeper.stop();
-      await queryFeatures.stop();
+      await queriesAndRetention.stop();
       await lease?.stop();
       await store
         .releaseClaims(owner)
         .catch((error: unknown) => logger.warn({ err: error }, "releasing claims failed; they expire by themselves"));
       await connectedBroker.close();
       acks.close();
-      await store.close();
+      await storage.close();
       await http.close();
     },
   };

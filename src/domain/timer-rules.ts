@@ -1,4 +1,4 @@
-import { isFinal, type Timer } from "./timer.js";
+import { isClosedToCommands, type Timer } from "./timer.js";
 import { sameRecurrence } from "./recurrence.js";
 import { decideReport, type DeliveryPolicy } from "./delivery-rules.js";
 import { decideRetry } from "./retry-rules.js";
@@ -68,7 +68,8 @@ export function decideCommand(
  * as a `CancelTimer` with its timestamp would have.
  */
 function applyPrefixCancel(current: Timer | undefined, prefixCancelTs: number | null, nowMs: number): Timer | undefined {
-  if (current === undefined || prefixCancelTs === null || isFinal(current.state) || current.commandTs > prefixCancelTs) return current;
+  if (current === undefined || prefixCancelTs === null || isClosedToCommands(current.state) || current.commandTs > prefixCancelTs)
+    return current;
   const cancel: CancelTimerCommand = {
     kind: "cancel",
     tenantId: current.tenantId,
@@ -152,7 +153,7 @@ function firesTheSame(current: Timer, command: ScheduleTimerCommand): boolean {
 
 function decideSchedule(current: Timer | undefined, command: ScheduleTimerCommand, nowMs: number): CommandDecision {
   if (current === undefined) return { outcome: "accepted", previous: current, next: newTimer(command, "Scheduled", nowMs) };
-  if (isFinal(current.state) || isStale(current, command)) return { outcome: "ignored", previous: current };
+  if (isClosedToCommands(current.state) || isStale(current, command)) return { outcome: "ignored", previous: current };
   // At an equal timestamp the cancel wins, so a redelivered schedule cannot undo it.
   if (current.state === "Cancelled" && command.timestampMs === current.commandTs) {
     return { outcome: "ignored", previous: current };
@@ -205,7 +206,7 @@ function decideCancel(current: Timer | undefined, command: CancelTimerCommand, n
     // A tombstone, so that an older ScheduleTimer arriving late cannot resurrect the key.
     return { outcome: "accepted", previous: current, next: newTimer(command, "Cancelled", nowMs) };
   }
-  if (isFinal(current.state) || isStale(current, command)) return { outcome: "ignored", previous: current };
+  if (isClosedToCommands(current.state) || isStale(current, command)) return { outcome: "ignored", previous: current };
   if (current.state === "Cancelled") return bumpCommandTs(current, command.timestampMs, nowMs);
   return {
     outcome: "accepted",

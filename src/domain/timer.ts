@@ -9,10 +9,11 @@ import type { DeliveryPolicy } from "./delivery-rules.js";
 export type TimerState = "Scheduled" | "Reached" | "Cancelled" | "Missed" | "Fired" | "Completed" | "Failed" | "TimedOut";
 
 /**
- * States no `ScheduleTimer` or `CancelTimer` changes any more (CONTRACT §3.4). `Fired` is one of
- * them: its event is out; only the consumer's reports move it on (§11).
+ * States no `ScheduleTimer` or `CancelTimer` changes any more (CONTRACT §3.4). Not all of them are
+ * the end of the timer: a `Fired` timer's event is out and only the consumer's reports move it on
+ * (§11); `RetryTimer` re-arms `Failed`, `TimedOut` and `Missed` ones (§14).
  */
-export function isFinal(state: TimerState): boolean {
+export function isClosedToCommands(state: TimerState): boolean {
   return state !== "Scheduled" && state !== "Cancelled";
 }
 

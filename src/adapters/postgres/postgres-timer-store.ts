@@ -25,6 +25,8 @@ import { ConcurrentInsertError, withRetry } from "./transaction-retry.js";
 import { isConnectionFault } from "./connection-fault.js";
 import { withDeadline } from "../storage/storage-deadline.js";
 import { StorageProbe } from "../storage/storage-probe.js";
+import type { Clock } from "../../app/clock.js";
+import { systemClock } from "../clock/system-clock.js";
 
 export interface PostgresTimerStoreOptions {
   /** `postgres://user:pass@host:port/db`; never logged (it may hold a password). */
@@ -44,6 +46,8 @@ export interface PostgresTimerStoreOptions {
   readonly migrationsFolder?: string;
   /** An idle pooled connection failed; the pool replaces it. */
   readonly onIdleError?: (error: Error) => void;
+  /** What the store stamps its own records with (a prefix cancel's `updated_at`). Default: the system clock. */
+  readonly clock?: Clock;
 }
 
 /** Opens a pool on the database, then creates the schema and applies the migrations (see migratePostgres). */
@@ -62,7 +66,7 @@ export async function openPostgresTimerStore(options: PostgresTimerStoreOptions)
     await pool.end();
     throw error;
   }
-  const store = new PostgresTimerStore(pool, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  const store = new PostgresTimerStore(pool, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, options.clock);
   if (options.healthProbe !== undefined) store.startHealthProbe(options.healthProbe);
   return store;
 }
@@ -126,6 +130,7 @@ export class PostgresTimerStore implements TimerStore {
   constructor(
     pool: pg.Pool,
     private readonly timeoutMs = DEFAULT_TIMEOUT_MS,
+    private readonly clock: Clock = systemClock,
   ) {
     this.#pool = pool;
   }
@@ -230,7 +235,7 @@ export class PostgresTimerStore implements TimerStore {
           recorded.map((c) => c.tenantId),
           recorded.map((c) => c.serviceCallIdPrefix),
           recorded.map((c) => c.timestampMs),
-          Date.now(),
+          this.clock.now(),
         ],
       });
     }

@@ -25,6 +25,8 @@ import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../do
 import { WalCheckpointer } from "./wal-checkpointer.js";
 import { dealRoundRobin } from "../../app/firing/fair-due-selection.js";
 import { StorageProbe } from "../storage/storage-probe.js";
+import type { Clock } from "../../app/clock.js";
+import { systemClock } from "../clock/system-clock.js";
 
 /** SQLITE_BUSY and SQLITE_LOCKED, with their extended codes. */
 function isBusy(error: unknown): boolean {
@@ -36,9 +38,9 @@ export interface SqliteTimerStoreOptions {
   /** The database file; its folder is created when missing. */
   readonly path: string;
   /**
-   * NORMAL (default): in WAL mode a commit survives a crash of the process (kill -9), as the OS
-   * still holds the written pages; only a power loss or OS crash can lose the last commits.
-   * FULL: fsync at every commit, so commits also survive a power loss, at a lower commit rate.
+   * FULL (default, as TIMER_DB_SYNCHRONOUS): fsync at every commit, so commits survive a power loss.
+   * NORMAL: in WAL mode a commit survives a crash of the process (kill -9), as the OS still holds
+   * the written pages; only a power loss or OS crash can lose the last commits; more commits per second.
    */
   readonly synchronous?: "NORMAL" | "FULL";
   /** How long a statement waits for a lock held by another connection before failing. */
@@ -50,6 +52,8 @@ export interface SqliteTimerStoreOptions {
    * measured ~10 % less CPU per command on the event-loop thread. Off by default (tests).
    */
   readonly backgroundCheckpoint?: { readonly intervalMs: number; readonly onError: (message: string) => void };
+  /** What the store stamps its own records with (a prefix cancel's `updated_at`). Default: the system clock. */
+  readonly clock?: Clock;
 }
 
 /**
@@ -67,7 +71,7 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
   const db = new Database(options.path);
   try {
     db.pragma("journal_mode = WAL");
-    db.pragma(`synchronous = ${options.synchronous ?? "NORMAL"}`);
+    db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
     db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
     // 32 MB of page cache: fewer page reads when commands land at random places of a large table.
     db.pragma("cache_size = -32768");
@@ -81,7 +85,7 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
     const checkpointer =
       background === undefined ? undefined : WalCheckpointer.start(options.path, background.intervalMs, background.onError);
     if (checkpointer !== undefined) db.pragma(`wal_autocheckpoint = ${SAFETY_NET_AUTOCHECKPOINT_PAGES}`);
-    return new SqliteTimerStore(db, checkpointer);
+    return new SqliteTimerStore(db, checkpointer, options.clock);
   } catch (error) {
     db.close();
     throw error;
@@ -206,7 +210,11 @@ export class SqliteTimerStore implements TimerStore {
 
   readonly #checkpointer: WalCheckpointer | undefined;
 
-  constructor(db: Database.Database, checkpointer?: WalCheckpointer) {
+  constructor(
+    db: Database.Database,
+    checkpointer?: WalCheckpointer,
+    private readonly clock: Clock = systemClock,
+  ) {
     this.#db = db;
     this.#checkpointer = checkpointer;
     this.#selectByKey = db.prepare(`SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?`);
@@ -313,7 +321,7 @@ export class SqliteTimerStore implements TimerStore {
           const decision = decide(undefined, command, { prefixCancelTs: recorded });
           if (decision.outcome === "accepted") {
             const cancel = { tenantId, serviceCallIdPrefix, commandTs: timestampMs };
-            this.#upsertPrefixCancel.run({ ...cancel, nowMs: Date.now() });
+            this.#upsertPrefixCancel.run({ ...cancel, nowMs: this.clock.now() });
             this.#prefixIndex.add(cancel);
           }
           return decision;

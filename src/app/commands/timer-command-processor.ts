@@ -35,7 +35,7 @@ const REPORT_RETRY_DELIVERIES = 5;
 const REPORT_RETRY_MS = 200;
 
 /** Redelivery delay after a transient fault: doubling per delivery, capped. */
-export function retryDelayMs(deliveryCount: number): number {
+export function redeliveryDelayMs(deliveryCount: number): number {
   return doublingBackoffMs(deliveryCount, RETRY_BASE_MS, RETRY_MAX_MS);
 }
 
@@ -59,7 +59,8 @@ export interface TimerCommandProcessorDeps {
 }
 
 /**
- * The command use case (ScheduleTimer / CancelTimer): decodes a batch of command messages, applies
+ * The command use case (ScheduleTimer, CancelTimer, CancelTimersByPrefix, RetryTimer and the
+ * completion reports TimerCompleted / TimerFailed): decodes a batch of command messages, applies
  * the valid ones in one storage transaction, publishes a `CommandRejected` for each invalid one, and
  * says how to settle each message. A message is acked only after its effect is committed.
  */
@@ -90,7 +91,7 @@ export class TimerCommandProcessor {
           settlements[v.index] = { kind: "nak", delayMs: REPORT_RETRY_MS };
           return;
         }
-        settlements[v.index] = applied === undefined ? { kind: "nak", delayMs: retryDelayMs(deliveryCount) } : ACK;
+        settlements[v.index] = applied === undefined ? { kind: "nak", delayMs: redeliveryDelayMs(deliveryCount) } : ACK;
         if (decision !== undefined) this.deps.metrics.commandHandled(v.type, decision.outcome);
       });
     }
@@ -210,7 +211,7 @@ export class TimerCommandProcessor {
         { err: error, subject: message.subject, code: rejection.code },
         "publishing CommandRejected failed; the command will be redelivered",
       );
-      return { kind: "nak", delayMs: retryDelayMs(message.deliveryCount) };
+      return { kind: "nak", delayMs: redeliveryDelayMs(message.deliveryCount) };
     }
     metrics.commandHandled(type, "rejected");
     metrics.commandRejected(rejection.code);

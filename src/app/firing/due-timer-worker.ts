@@ -35,7 +35,7 @@ export interface DueTimerWorkerDeps extends FiringWorkerDeps {
 }
 
 /** A due timer and what firing it produces. */
-interface Fired {
+interface DueFiring {
   readonly timer: DueTimer;
   readonly firing: FiringDecision;
 }
@@ -85,7 +85,7 @@ export class DueTimerWorker {
 
   private async publishAndMark(due: readonly DueTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
     const { store, clock, metrics, batchSize, owner, calendar } = this.deps;
-    const fired = await decideInSlices(due, (timer): Fired => ({
+    const fired = await decideInSlices(due, (timer): DueFiring => ({
       timer,
       firing: decideFiring(timer, nowMs, calendar, timer.prefixCancelTs),
     }));
@@ -125,10 +125,10 @@ export class DueTimerWorker {
     return { found: due.length, published: published.length, failed, marked, full: due.length === batchSize };
   }
 
-  private async publish(due: readonly Fired[], nowMs: number): Promise<{ published: Fired[]; failed: number }> {
+  private async publish(due: readonly DueFiring[], nowMs: number): Promise<{ published: DueFiring[]; failed: number }> {
     const { publisher, metrics, logger } = this.deps;
     const results = await Promise.allSettled(due.map((fired) => this.publishOne(publisher, fired, nowMs)));
-    const published: Fired[] = [];
+    const published: DueFiring[] = [];
     let failed = 0;
     let firstError: unknown;
     results.forEach((result, i) => {
@@ -145,7 +145,7 @@ export class DueTimerWorker {
     return { published, failed };
   }
 
-  private publishOne(publisher: TimerEventPublisher, { timer, firing }: Fired, nowMs: number): Promise<void> {
+  private publishOne(publisher: TimerEventPublisher, { timer, firing }: DueFiring, nowMs: number): Promise<void> {
     const { tenantId, serviceCallId, generation, data, correlationId } = timer;
     const occurrence = firing.occurrence === null ? {} : { occurrence: firing.occurrence };
     if (firing.kind === "missed") {
@@ -175,7 +175,7 @@ export class DueTimerWorker {
     });
   }
 
-  private async releaseUnpublished(due: readonly Fired[], published: readonly Fired[]): Promise<void> {
+  private async releaseUnpublished(due: readonly DueFiring[], published: readonly DueFiring[]): Promise<void> {
     const sent = new Set(published);
     const unpublished = due.filter((fired) => !sent.has(fired)).map((fired) => fired.timer);
     try {
@@ -207,7 +207,7 @@ async function decideInSlices<T, R>(items: readonly T[], decide: (item: T) => R)
   return results;
 }
 
-function onlyRecorded(fired: readonly Fired[], recordedKeys: readonly TimerKey[]): Fired[] {
+function onlyRecorded(fired: readonly DueFiring[], recordedKeys: readonly TimerKey[]): DueFiring[] {
   const recorded = new Set(recordedKeys.map(timerKeyString));
   return fired.filter((f) => recorded.has(timerKeyString(f.timer)));
 }

@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { CommandDecoder } from "../../../src/app/commands/command-decoder.js";
 import {
-  retryDelayMs,
+  redeliveryDelayMs,
   TimerCommandProcessor,
   type CommandSettlement,
   type DeliveredCommand,
@@ -266,7 +266,7 @@ describe("TimerCommandProcessor", () => {
 
       const settlements = await process(rawCommand(scheduleSubject(), "{", { deliveryCount: 3 }));
 
-      expect(settlements).toEqual([{ kind: "nak", delayMs: retryDelayMs(3) }]);
+      expect(settlements).toEqual([{ kind: "nak", delayMs: redeliveryDelayMs(3) }]);
       expect(settlements[0]).toMatchObject({ delayMs: expect.any(Number) });
       expect((settlements[0] as { delayMs: number }).delayMs).toBeGreaterThan(0);
       expect(metrics.count("ScheduleTimer", "rejected")).toBe(0);

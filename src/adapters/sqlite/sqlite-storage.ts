@@ -1,0 +1,45 @@
+import type { Storage } from "../../app/storage.js";
+import type { Clock } from "../../app/clock.js";
+import { healthCheckIntervalMs } from "../storage/health-check-interval.js";
+import { openSqliteTimerStore } from "./sqlite-timer-store.js";
+import { SqliteTimerQueries } from "./sqlite-timer-queries.js";
+import { SqliteTimerRetention } from "./sqlite-timer-retention.js";
+import { readSqliteStoreId } from "./sqlite-store-id.js";
+
+const WAL_CHECKPOINT_INTERVAL_MS = 1_000;
+/**
+ * better-sqlite3 waits for a lock on the only thread: a long wait would freeze HTTP and the broker
+ * connection. Short (far below TIMER_DATABASE_TIMEOUT_MS); the nak-and-redeliver retry does the
+ * waiting instead.
+ */
+const SQLITE_BUSY_TIMEOUT_MS = 100;
+
+export interface SqliteStorageOptions {
+  readonly path: string;
+  readonly synchronous: "NORMAL" | "FULL";
+  readonly timeoutMs: number;
+  readonly clock: Clock;
+  readonly onCheckpointError: (message: string) => void;
+}
+
+/** One SQLite file: the store, its queries and retention on the same connection, one instance at a time. */
+export function openSqliteStorage(options: SqliteStorageOptions): Storage {
+  const store = openSqliteTimerStore({
+    path: options.path,
+    synchronous: options.synchronous,
+    busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS,
+    clock: options.clock,
+    backgroundCheckpoint: { intervalMs: WAL_CHECKPOINT_INTERVAL_MS, onError: options.onCheckpointError },
+  });
+  store.startHealthProbe({ intervalMs: healthCheckIntervalMs(options.timeoutMs), timeoutMs: options.timeoutMs });
+  return {
+    kind: "sqlite",
+    store,
+    queries: new SqliteTimerQueries(store.database),
+    retention: new SqliteTimerRetention(store.database),
+    // A SQLite file serves one instance: the service leases its consumer in the broker (CONTRACT §6).
+    exclusive: { id: readSqliteStoreId(store.database), location: options.path },
+    shared: false,
+    close: () => store.close(),
+  };
+}
