@@ -1,4 +1,8 @@
 import { COMMAND_MESSAGES, EVENT_MESSAGES, QUERY_ERROR_MESSAGE, QUERY_MESSAGES } from "../../src/app/message-catalog.js";
+import { commandSubject, eventSubject, querySubject } from "../../src/app/subjects.js";
+
+/** The default subject prefix (TIMER_SUBJECT_PREFIX): the document shows the default layout. */
+const PREFIX = "timer";
 
 /**
  * The AsyncAPI 3.0 document of the contract, from the same catalog as the schemas. It describes
@@ -74,7 +78,7 @@ export function asyncApiDocument(version: string): object {
       payload: payload(m.name),
     };
     channels[id] = {
-      address: `timer.commands.${m.token}.{tenantId}`,
+      address: commandSubject(PREFIX, m.token, "{tenantId}"),
       description: `${m.name} commands, captured by the stream TIMER_COMMANDS. A bare payload (an object without a payload member) is also accepted.`,
       parameters: { tenantId: ref("#/components/parameters/tenantId") },
       messages: { [m.name]: ref(`#/components/messages/${m.name}`) },
@@ -98,7 +102,7 @@ export function asyncApiDocument(version: string): object {
       payload: payload(m.name),
     };
     channels[id] = {
-      address: `timer.events.${m.token}.{tenantId}`,
+      address: eventSubject(PREFIX, m.token, "{tenantId}"),
       description: `${m.name} events, published with JetStream to the stream TIMER_EVENTS (publish ack awaited).`,
       parameters: { tenantId: ref("#/components/parameters/tenantId") },
       messages: { [m.name]: ref(`#/components/messages/${m.name}`) },
@@ -126,7 +130,7 @@ export function asyncApiDocument(version: string): object {
       messages[m.name] = { name: m.name, title: m.name, contentType: "application/json", payload: payload(m.name) };
     }
     channels[id] = {
-      address: `timer.query.${q.endpoint}.{tenantId}`,
+      address: querySubject(PREFIX, q.endpoint, "{tenantId}"),
       description: `The ${q.endpoint} endpoint of the NATS micro service timer-service (request/reply, in no stream). ${q.summary}`,
       parameters: { tenantId: ref("#/components/parameters/tenantId") },
       messages: { [q.request.name]: ref(`#/components/messages/${q.request.name}`) },

@@ -11,17 +11,18 @@ import { retryTimerPayloadSchema } from "./commands/retry-timer.schema.js";
 import { commandRejectedSchema, dueTimeMissedSchema, dueTimeReachedSchema } from "./events/event-envelope.schema.js";
 import { getReplySchema, listReplySchema, queryErrorSchema, statsReplySchema } from "./queries/query-replies.schema.js";
 import { getRequestSchema, listRequestSchema, statsRequestSchema } from "./queries/query-requests.js";
+import type { CommandKind, CommandName, EventKind, QueryEndpoint } from "./subjects.js";
 
 /**
  * Every message of the external contract with the zod schema that checks it: the one source of
  * the published JSON Schemas (`npm run schemas:generate`) and of the AsyncAPI document. `token` is
- * the subject's kind or endpoint: `{prefix}.commands.{token}.{tenantId}` and so on.
+ * the subject's kind or endpoint (src/app/subjects.ts).
  */
 
 export interface CommandMessage {
   readonly role: "command";
-  readonly name: string;
-  readonly token: string;
+  readonly name: CommandName;
+  readonly token: CommandKind;
   readonly summary: string;
   readonly schema: z.ZodType;
 }
@@ -29,14 +30,14 @@ export interface CommandMessage {
 export interface EventMessage {
   readonly role: "event";
   readonly name: string;
-  readonly token: string;
+  readonly token: EventKind;
   readonly summary: string;
   readonly schema: z.ZodType;
 }
 
 export interface QueryEndpointMessages {
   readonly role: "query";
-  readonly endpoint: "get" | "list" | "stats";
+  readonly endpoint: QueryEndpoint;
   readonly summary: string;
   readonly request: { readonly name: string; readonly schema: z.ZodType };
   readonly reply: { readonly name: string; readonly schema: z.ZodType };

@@ -1,5 +1,7 @@
-export type CommandType =
-  "ScheduleTimer" | "CancelTimer" | "CancelTimersByPrefix" | "TimerCompleted" | "TimerFailed" | "RetryTimer" | "unknown";
+import type { CommandName } from "./subjects.js";
+
+/** A command's type, or `unknown` when its subject names none. */
+export type CommandType = CommandName | "unknown";
 /** Outcomes of tracked deliveries (CONTRACT §11 `timer_deliveries_total{outcome}`). */
 export type DeliveryOutcome = "completed" | "retried" | "failed" | "timed_out";
 export type CommandOutcome = "accepted" | "ignored" | "rejected";

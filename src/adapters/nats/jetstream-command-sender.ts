@@ -1,5 +1,6 @@
 import type { CommandSender, OutgoingCommand } from "../../app/admin/operator-actions.js";
 import type { JetStreamAckTracker } from "./jetstream-ack-tracker.js";
+import { commandSubject } from "../../app/subjects.js";
 
 /** Publishes in flight at once: a bulk of 10,000 goes out in windows, not all at once. */
 const WINDOW = 256;
@@ -25,7 +26,7 @@ export class JetStreamCommandSender implements CommandSender {
           .slice(start, start + WINDOW)
           .map((c) =>
             this.acks.publish(
-              `${subjectPrefix}.commands.${c.kind}.${c.tenantId}`,
+              commandSubject(subjectPrefix, c.kind, c.tenantId),
               encoder.encode(JSON.stringify(c.envelope)),
               c.envelope.id,
               commandsStream,

@@ -3,6 +3,7 @@ import type { Clock } from "../../app/clock.js";
 import type { CommandRejected, DueTimeMissed, DueTimeReached, TimerEventPublisher } from "../../app/timer-event-publisher.js";
 import { commandRejectedJson, dueTimeMissedJson, dueTimeReachedJson } from "./event-envelopes.js";
 import type { JetStreamAckTracker } from "./jetstream-ack-tracker.js";
+import { eventSubject } from "../../app/subjects.js";
 
 const encoder = new TextEncoder();
 
@@ -19,14 +20,14 @@ export class JetStreamEventPublisher implements TimerEventPublisher {
 
   publishDueTimeReached(event: DueTimeReached): Promise<void> {
     const body = dueTimeReachedJson(event, this.options.clock.now());
-    const subject = `${this.options.subjectPrefix}.events.due.${event.tenantId}`;
+    const subject = eventSubject(this.options.subjectPrefix, "due", event.tenantId);
     const id = dueEventId(event.tenantId, event.serviceCallId, event.dueAtMs, event.generation, event.attempt);
     return this.acks.publish(subject, encoder.encode(body), id, this.options.eventsStream);
   }
 
   publishDueTimeMissed(event: DueTimeMissed): Promise<void> {
     const body = dueTimeMissedJson(event, this.options.clock.now());
-    const subject = `${this.options.subjectPrefix}.events.missed.${event.tenantId}`;
+    const subject = eventSubject(this.options.subjectPrefix, "missed", event.tenantId);
     return this.acks.publish(
       subject,
       encoder.encode(body),
@@ -37,7 +38,7 @@ export class JetStreamEventPublisher implements TimerEventPublisher {
 
   publishCommandRejected(event: CommandRejected): Promise<void> {
     const body = commandRejectedJson(event, this.options.clock.now());
-    const subject = `${this.options.subjectPrefix}.events.rejected.${event.tenant}`;
+    const subject = eventSubject(this.options.subjectPrefix, "rejected", event.tenant);
     return this.acks.publish(subject, encoder.encode(body), event.id, this.options.eventsStream);
   }
 }

@@ -1,5 +1,6 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
+import { allCommandSubjects, allEventSubjects } from "../../app/subjects.js";
 
 /** Names of the JetStream resources the service uses (CONTRACT §1). */
 export interface TimerTopology {
@@ -45,7 +46,7 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
   let created = await ensureStream(jsm, commandsStream, () =>
     jsm.streams.add({
       name: commandsStream,
-      subjects: [`${subjectPrefix}.commands.>`],
+      subjects: [allCommandSubjects(subjectPrefix)],
       // A command is work: it leaves the stream once the service acked (stored) or refused it.
       retention: RetentionPolicy.Workqueue,
       storage: StorageType.File,
@@ -57,7 +58,7 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
     (await ensureStream(jsm, eventsStream, () =>
       jsm.streams.add({
         name: eventsStream,
-        subjects: [`${subjectPrefix}.events.>`],
+        subjects: [allEventSubjects(subjectPrefix)],
         retention: RetentionPolicy.Limits,
         storage: StorageType.File,
         num_replicas: replicas,
@@ -74,7 +75,7 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
       durable_name: consumerName,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
-      filter_subject: `${subjectPrefix}.commands.>`,
+      filter_subject: allCommandSubjects(subjectPrefix),
       ack_wait: nanos(COMMAND_ACK_WAIT_MS),
       max_deliver: -1,
       max_ack_pending: COMMAND_MAX_ACK_PENDING,

@@ -4,6 +4,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../app/logger.js";
 import type { QueryEndpoint, QueryReply, TimerQueryService } from "../../app/queries/timer-query-service.js";
 import { endpointSchemaMetadata } from "./query-endpoint-schemas.js";
+import { queryEndpointSubject, queryEndpointsPattern } from "../../app/subjects.js";
 
 /** The micro service's name: `nats micro ls` lists it so, and `$SRV.*.timer-service` reaches it. */
 export const QUERY_SERVICE_NAME = "timer-service";
@@ -33,11 +34,11 @@ export class NatsQueryService {
       name: QUERY_SERVICE_NAME,
       version: options.version,
       description: "Durable timers: look timers up, list them, count them per tenant",
-      metadata: { subjects: `${options.subjectPrefix}.query.{get,list,stats}.{tenantId}` },
+      metadata: { subjects: queryEndpointsPattern(options.subjectPrefix) },
     });
     for (const endpoint of ENDPOINTS) {
       service.addEndpoint(endpoint, {
-        subject: `${options.subjectPrefix}.query.${endpoint}.*`,
+        subject: queryEndpointSubject(options.subjectPrefix, endpoint),
         metadata: { tenant: "last subject token", ...endpointSchemaMetadata(endpoint) },
         // The library catches only a synchronous throw: the answer's promise handles its own errors.
         handler: (error, msg) => {

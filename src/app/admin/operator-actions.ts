@@ -7,6 +7,7 @@ import { cancelTimerPayloadSchema } from "../commands/command-envelope.schema.js
 import { describeIssue, encodeCursor } from "../queries/query-requests.js";
 import type { ListPosition, TimerQueries } from "../queries/timer-queries.js";
 import { bulkRetryRequestSchema, cancelPrefixRequestSchema, emptyRequestSchema, MAX_BULK_RETRY } from "./action-requests.js";
+import { COMMAND_KINDS } from "../subjects.js";
 
 /** `timer_admin_actions_total{action}` (CONTRACT §14). */
 export type AdminAction = "retry" | "cancel" | "retry_bulk" | "cancel_prefix";
@@ -190,7 +191,7 @@ export class OperatorActions {
   }
 
   #command(kind: OutgoingCommand["kind"], tenantId: string, payload: Record<string, string>): OutgoingCommand {
-    const type = kind === "retry" ? "RetryTimer" : kind === "cancel" ? "CancelTimer" : "CancelTimersByPrefix";
+    const type = COMMAND_KINDS[kind];
     return { kind, tenantId, envelope: { id: this.#newId(), type, tenantId, timestampMs: this.deps.clock.now(), payload } };
   }
 

@@ -8,6 +8,7 @@ import type { CommandType } from "../timer-metrics.js";
 import { jsonDepth, toJsonText } from "./json-text.js";
 import { DEFAULT_BACKOFF_MS, DEFAULT_COMPLETION_TIMEOUT_MS, type DeliveryPolicy } from "../../domain/delivery-rules.js";
 import { isCodePointText, isServiceCallId, isTenantId, UNKNOWN_TENANT } from "./command-text.js";
+import { COMMAND_KINDS, isCommandKind, parseCommandSubject, type CommandSubject } from "../subjects.js";
 import {
   cancelTimerPayloadSchema,
   cancelTimersByPrefixPayloadSchema,
@@ -45,13 +46,68 @@ export type DecodedCommand =
     }
   | { readonly ok: false; readonly type: CommandType; readonly rejection: CommandRejected };
 
-const KIND_TYPES: Readonly<Record<string, Exclude<CommandType, "unknown">>> = {
-  schedule: "ScheduleTimer",
-  cancel: "CancelTimer",
-  cancelprefix: "CancelTimersByPrefix",
-  complete: "TimerCompleted",
-  fail: "TimerFailed",
-  retry: "RetryTimer",
+/** What a command's payload schema must give: the tenant, checked against the subject and envelope. */
+interface TenantPayload {
+  readonly tenantId: string;
+}
+
+/** What every command takes from its envelope (or, for a bare payload, from the broker). */
+interface CommandMeta {
+  readonly correlationId: string | null;
+  readonly timestampMs: number;
+}
+
+type PayloadReading =
+  | { readonly ok: true; readonly tenantId: string; readonly command: (meta: CommandMeta) => TimerCommand }
+  | { readonly ok: false; readonly error: z.ZodError };
+
+/** Parses a payload with `schema` and says how it becomes a command. */
+function payloadReader<P extends TenantPayload>(
+  schema: z.ZodType<P>,
+  command: (payload: P, meta: CommandMeta) => TimerCommand,
+): (payload: unknown) => PayloadReading {
+  return (payload) => {
+    const parsed = schema.safeParse(payload);
+    if (!parsed.success) return { ok: false, error: parsed.error };
+    return { ok: true, tenantId: parsed.data.tenantId, command: (meta) => command(parsed.data, meta) };
+  };
+}
+
+/** The commands whose payload is checked by its schema alone (ScheduleTimer has rules of its own). */
+const PAYLOAD_READERS: Partial<Record<CommandType, (payload: unknown) => PayloadReading>> = {
+  CancelTimer: payloadReader(cancelTimerPayloadSchema, ({ tenantId, serviceCallId }, meta) => ({
+    kind: "cancel",
+    tenantId,
+    serviceCallId,
+    ...meta,
+  })),
+  // The same payload as CancelTimer (CONTRACT §14).
+  RetryTimer: payloadReader(cancelTimerPayloadSchema, ({ tenantId, serviceCallId }, meta) => ({
+    kind: "retry",
+    tenantId,
+    serviceCallId,
+    ...meta,
+  })),
+  CancelTimersByPrefix: payloadReader(cancelTimersByPrefixPayloadSchema, ({ tenantId, serviceCallIdPrefix }, meta) => ({
+    kind: "cancelPrefix",
+    tenantId,
+    serviceCallIdPrefix,
+    ...meta,
+  })),
+  TimerCompleted: payloadReader(timerCompletedPayloadSchema, ({ tenantId, serviceCallId, result }, meta) => ({
+    kind: "complete",
+    tenantId,
+    serviceCallId,
+    result: result ?? null,
+    ...meta,
+  })),
+  TimerFailed: payloadReader(timerFailedPayloadSchema, ({ tenantId, serviceCallId, reason }, meta) => ({
+    kind: "fail",
+    tenantId,
+    serviceCallId,
+    reason,
+    ...meta,
+  })),
 };
 
 const INSTANT_FORMAT = "not an ISO 8601 date-time with an offset (Z or ±hh:mm)";
@@ -81,21 +137,19 @@ export class CommandDecoder {
   ) {}
 
   decode(raw: RawCommand): DecodedCommand {
-    const tokens = raw.subject.split(".");
-    const subjectTenant = tokens.length === 4 && isTenantId(tokens[3]) ? tokens[3] : undefined;
-    const kind = tokens[2] ?? "";
-    const type: CommandType = Object.hasOwn(KIND_TYPES, kind) ? KIND_TYPES[kind]! : "unknown";
+    const subject = parseCommandSubject(this.options.subjectPrefix, raw.subject);
+    const subjectTenant = subject.tenantToken !== undefined && isTenantId(subject.tenantToken) ? subject.tenantToken : undefined;
+    const type: CommandType = isCommandKind(subject.kind) ? COMMAND_KINDS[subject.kind] : "unknown";
     const context = new RejectionContext(raw, type, subjectTenant ?? UNKNOWN_TENANT);
-    const decoded = this.#decode(raw, tokens, subjectTenant, kind, type, context);
+    const decoded = this.#decode(raw, subject, subjectTenant, type, context);
     if (!decoded.ok) return decoded;
     return { ...decoded, refusal: (code, reason) => (context.reject(code, reason) as { rejection: CommandRejected }).rejection };
   }
 
   #decode(
     raw: RawCommand,
-    tokens: readonly string[],
+    subject: CommandSubject,
     subjectTenant: string | undefined,
-    kind: string,
     type: CommandType,
     context: RejectionContext,
   ): DecodedCommand | { readonly ok: true; readonly type: CommandType; readonly command: TimerCommand } {
@@ -131,8 +185,9 @@ export class CommandDecoder {
     if (subjectTenant === undefined) {
       return context.reject("INVALID_ENVELOPE", `subject "${raw.subject}" is not ${this.options.subjectPrefix}.commands.{kind}.{tenantId}`);
     }
-    if (tokens[0] !== this.options.subjectPrefix || tokens[1] !== "commands" || type === "unknown") {
-      return context.reject("UNKNOWN_TYPE", `subject kind "${kind}" is not one of ${Object.keys(KIND_TYPES).join(", ")}`);
+    const { kind } = subject;
+    if (!subject.inLayout || type === "unknown") {
+      return context.reject("UNKNOWN_TYPE", `subject kind "${kind}" is not one of ${Object.keys(COMMAND_KINDS).join(", ")}`);
     }
     if (envelope !== undefined && envelope.type !== type) {
       return context.reject("UNKNOWN_TYPE", `envelope type "${envelope.type}" is not ${type}, the command of subject kind "${kind}"`);
@@ -142,54 +197,13 @@ export class CommandDecoder {
     const timestampMs = envelope?.timestampMs ?? raw.brokerTimestampMs;
     const correlationId = envelope?.correlationId ?? null;
 
-    if (type === "CancelTimer") {
-      const parsed = cancelTimerPayloadSchema.safeParse(payload);
-      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
-      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
+    const reader = PAYLOAD_READERS[type];
+    if (reader !== undefined) {
+      const reading = reader(payload);
+      if (!reading.ok) return context.reject("INVALID_FIELD", describeIssue("payload", reading.error));
+      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, reading.tenantId);
       if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
-      const { tenantId, serviceCallId } = parsed.data;
-      return { ok: true, type, command: { kind: "cancel", tenantId, serviceCallId, correlationId, timestampMs } };
-    }
-
-    if (type === "RetryTimer") {
-      // The same payload as CancelTimer (CONTRACT §14).
-      const parsed = cancelTimerPayloadSchema.safeParse(payload);
-      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
-      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
-      if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
-      const { tenantId, serviceCallId } = parsed.data;
-      return { ok: true, type, command: { kind: "retry", tenantId, serviceCallId, correlationId, timestampMs } };
-    }
-
-    if (type === "CancelTimersByPrefix") {
-      const parsed = cancelTimersByPrefixPayloadSchema.safeParse(payload);
-      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
-      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
-      if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
-      const { tenantId, serviceCallIdPrefix } = parsed.data;
-      return { ok: true, type, command: { kind: "cancelPrefix", tenantId, serviceCallIdPrefix, correlationId, timestampMs } };
-    }
-
-    if (type === "TimerCompleted") {
-      const parsed = timerCompletedPayloadSchema.safeParse(payload);
-      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
-      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
-      if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
-      const { tenantId, serviceCallId } = parsed.data;
-      return {
-        ok: true,
-        type,
-        command: { kind: "complete", tenantId, serviceCallId, result: parsed.data.result ?? null, correlationId, timestampMs },
-      };
-    }
-
-    if (type === "TimerFailed") {
-      const parsed = timerFailedPayloadSchema.safeParse(payload);
-      if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
-      const mismatch = tenantMismatch(subjectTenant, envelope?.tenantId, parsed.data.tenantId);
-      if (mismatch !== undefined) return context.reject("TENANT_MISMATCH", mismatch);
-      const { tenantId, serviceCallId, reason } = parsed.data;
-      return { ok: true, type, command: { kind: "fail", tenantId, serviceCallId, reason, correlationId, timestampMs } };
+      return { ok: true, type, command: reading.command({ correlationId, timestampMs }) };
     }
 
     const parsed = scheduleTimerPayloadSchema.safeParse(payload);
