@@ -44,7 +44,7 @@ export default tseslint.config(
           patterns: [
             { regex: "(^|/)adapters/", message: "the application depends on ports, not on adapters" },
             {
-              regex: "(^|/)(service|config|storage-config|run-timer-service|main)\\.js$",
+              regex: "(^|/)(composition|config)/|(^|/)main\\.js$",
               message: "the application does not know the composition root or its configuration",
             },
             { regex: "^(?!\\.|node:|zod$)", message: "the application imports only the domain, its own files, node: built-ins and zod" },
@@ -59,7 +59,7 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [{ regex: "(^|/)(service|run-timer-service|main)\\.js$", message: "adapters do not import the composition root" }] },
+        { patterns: [{ regex: "(^|/)composition/|(^|/)main\\.js$", message: "adapters do not import the composition root" }] },
       ],
     },
   },

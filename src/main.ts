@@ -1,3 +1,3 @@
-import { runTimerService } from "./run-timer-service.js";
+import { runTimerService } from "./composition/run-timer-service.js";
 
 await runTimerService();

@@ -1,4 +1,4 @@
-import type { TimerServiceConfig } from "../config.js";
+import type { TimerServiceConfig } from "../config/config.js";
 import type { Logger } from "../app/logger.js";
 import type { Storage } from "../app/storage.js";
 import type { Clock } from "../app/clock.js";

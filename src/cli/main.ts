@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ConfigError, checkCredentialFiles, loadBrokerUrls, loadNatsCredentials, loadSubjectPrefix } from "../config.js";
+import { ConfigError, checkCredentialFiles, loadBrokerUrls, loadNatsCredentials, loadSubjectPrefix } from "../config/config.js";
 import { formatInstant } from "../domain/due-time.js";
 import { isServiceCallId, isTenantId } from "../app/commands/command-text.js";
 import { USAGE } from "./cli-usage.js";
@@ -52,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
   if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
   switch (command) {
     case "serve": {
-      const { runTimerService } = await import("../run-timer-service.js");
+      const { runTimerService } = await import("../composition/run-timer-service.js");
       await runTimerService();
       return -1; // keeps running; the service exits the process itself
     }

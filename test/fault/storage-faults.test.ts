@@ -35,7 +35,7 @@ import {
  * are marked Reached afterwards, their republishes dropped by the events stream's duplicate window.
  *
  * SQLite's busy timeout is waited out on the event-loop thread, so the service keeps it short
- * (100 ms, src/service.ts) and lets nak-and-redeliver do the waiting: while the lock is held the
+ * (100 ms, src/adapters/sqlite/sqlite-storage.ts) and lets nak-and-redeliver do the waiting: while the lock is held the
  * process stays responsive and /readyz says 503. The busy test asserts both.
  *
  * The mount-based faults need root (tmpfs, a loop-mounted ext4); the read-only-and-back fault needs
@@ -43,7 +43,7 @@ import {
  */
 
 const TENANT = "storage";
-/** src/service.ts: SQLITE_BUSY_TIMEOUT_MS. */
+/** src/adapters/sqlite/sqlite-storage.ts: SQLITE_BUSY_TIMEOUT_MS. */
 const SERVICE_BUSY_TIMEOUT_MS = 100;
 const COMMANDS_DURING_FAULT = 20;
 /** Kubernetes' default probe timeoutSeconds. */

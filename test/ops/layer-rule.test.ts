@@ -32,10 +32,16 @@ describe("layer rule", () => {
   it("when the application imports an adapter, the composition root or a library other than zod, then lint fails", async () => {
     const probes = [
       'import { MemoryTimerStore } from "../adapters/memory/memory-timer-store.js";\nexport const x = MemoryTimerStore;\n',
-      'import { loadConfig } from "../config.js";\nexport const x = loadConfig;\n',
+      'import { loadConfig } from "../config/config.js";\nexport const x = loadConfig;\n',
+      'import { startTimerService } from "../composition/service.js";\nexport const x = startTimerService;\n',
       'import pino from "pino";\nexport const x = pino;\n',
     ];
     for (const probe of probes) expect(await brokenRules("src/app/probe.ts", probe), probe).toContain("no-restricted-imports");
+  });
+
+  it("when an adapter imports the composition root, then lint fails", async () => {
+    const probe = 'import { startTimerService } from "../../composition/service.js";\nexport const x = startTimerService;\n';
+    expect(await brokenRules("src/adapters/sqlite/probe.ts", probe)).toContain("no-restricted-imports");
   });
 
   it("when the application imports the domain, its ports and zod, then lint passes", async () => {

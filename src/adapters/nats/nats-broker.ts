@@ -1,6 +1,6 @@
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { NatsCredentials } from "../../config.js";
+import type { NatsCredentials } from "../../config/config.js";
 import type { Logger } from "../../app/logger.js";
 import { connectToNats } from "./nats-connection.js";
 import { BrokerUnreachableLog } from "./broker-unreachable-log.js";

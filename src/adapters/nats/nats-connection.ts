@@ -8,7 +8,7 @@ import {
   type NatsConnection,
   type NodeConnectionOptions,
 } from "@nats-io/transport-node";
-import type { NatsCredentials } from "../../config.js";
+import type { NatsCredentials } from "../../config/config.js";
 import type { Logger } from "../../app/logger.js";
 import { BrokerUnreachableLog } from "./broker-unreachable-log.js";
 import { parseBrokerUrl, type BrokerUrl } from "./broker-url.js";

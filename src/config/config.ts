@@ -4,9 +4,10 @@
  */
 
 import { accessSync, constants, statSync } from "node:fs";
+import { ConfigError } from "./config-error.js";
 import { loadStorageConfig, type StorageConfig } from "./storage-config.js";
 import { loadAdminReadToken, loadAdminToken } from "./http-config.js";
-import { parseBrokerUrl, type BrokerUrl, type UrlLogin } from "./adapters/nats/broker-url.js";
+import { parseBrokerUrl, type BrokerUrl, type UrlLogin } from "../adapters/nats/broker-url.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -50,17 +51,6 @@ export interface TimerServiceConfig {
   readonly adminToken: string | undefined;
   /** TIMER_ADMIN_READ_TOKEN: GETs and the page only (CONTRACT §14). Never logged. */
   readonly adminReadToken?: string | undefined;
-}
-
-/** A configuration variable was set to something the service cannot run with. */
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-  }
 }
 
 const NAME_TOKEN = /^[A-Za-z0-9_-]{1,32}$/;
@@ -247,3 +237,5 @@ export function checkCredentialFiles(credentials: NatsCredentials): void {
 function urlCredentials(login: UrlLogin): NatsCredentials {
   return "token" in login ? { token: login.token } : { user: login.user, password: login.password };
 }
+
+export { ConfigError };

@@ -1,8 +1,8 @@
 // Only the configuration is imported up front: the rest (NATS, SQLite, Postgres, Drizzle,
 // prom-client…) is most of the start-up time, and an invalid variable must be reported before it.
-import { ConfigError, loadConfig } from "./config.js";
-import { systemClock } from "./adapters/clock/system-clock.js";
-import { exitWhenParentDies } from "./process/parent-watch.js";
+import { ConfigError, loadConfig } from "../config/config.js";
+import { systemClock } from "../adapters/clock/system-clock.js";
+import { exitWhenParentDies } from "./parent-watch.js";
 import type { RunningTimerService } from "./service.js";
 
 /** Graceful shutdown must end within the contract's 10 s; past this the process exits anyway. */
@@ -17,7 +17,7 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
     process.stderr.write(`timer-service: invalid configuration: ${error.message}\n`);
     process.exit(2);
   }
-  const { createLogger } = await import("./adapters/logging/pino-logger.js");
+  const { createLogger } = await import("../adapters/logging/pino-logger.js");
   const logger = createLogger(config.logLevel);
   let service: RunningTimerService | undefined;
   let stopping = false;
@@ -50,7 +50,7 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
 
   try {
     const { startTimerService } = await import("./service.js");
-    const { openStorage } = await import("./adapters/open-storage.js");
+    const { openStorage } = await import("../adapters/open-storage.js");
     const storage = await openStorage(config, logger, systemClock);
     service = await startTimerService(config, { storage, logger, clock: systemClock });
   } catch (error) {

@@ -1,8 +1,8 @@
 /**
  * The storage and multi-instance variables of CONTRACT §6 and §7, parsed and validated with the
- * rest of the configuration (src/config.ts).
+ * rest of the configuration (src/config/config.ts).
  */
-import { ConfigError } from "./config.js";
+import { ConfigError } from "./config-error.js";
 
 export type StoreKind = "sqlite" | "postgres";
 

@@ -1,20 +1,20 @@
 import { readFileSync } from "node:fs";
 import type { Registry } from "prom-client";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { TimerServiceConfig } from "./config.js";
-import type { Clock } from "./app/clock.js";
-import type { Logger } from "./app/logger.js";
-import type { Storage } from "./app/storage.js";
-import { TimerQueryService } from "./app/queries/timer-query-service.js";
-import { RETENTION_INTERVAL_MS, RetentionLoop } from "./app/retention/retention-loop.js";
-import { PrometheusQueryMetrics } from "./adapters/metrics/prometheus-query-metrics.js";
-import { NatsQueryService } from "./adapters/nats/nats-query-service.js";
-import { timerQueryRoutes, type HttpRoutes } from "./adapters/http/timer-query-routes.js";
-import { OperatorActions, type CommandSender } from "./app/admin/operator-actions.js";
-import { PrometheusAdminMetrics } from "./adapters/metrics/prometheus-admin-metrics.js";
+import type { TimerServiceConfig } from "../config/config.js";
+import type { Clock } from "../app/clock.js";
+import type { Logger } from "../app/logger.js";
+import type { Storage } from "../app/storage.js";
+import { TimerQueryService } from "../app/queries/timer-query-service.js";
+import { RETENTION_INTERVAL_MS, RetentionLoop } from "../app/retention/retention-loop.js";
+import { PrometheusQueryMetrics } from "../adapters/metrics/prometheus-query-metrics.js";
+import { NatsQueryService } from "../adapters/nats/nats-query-service.js";
+import { timerQueryRoutes, type HttpRoutes } from "../adapters/http/timer-query-routes.js";
+import { OperatorActions, type CommandSender } from "../app/admin/operator-actions.js";
+import { PrometheusAdminMetrics } from "../adapters/metrics/prometheus-admin-metrics.js";
 
-// src/ and dist/ are both one level below the package root.
-const VERSION = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+// src/composition/ and dist/composition/ are both two levels below the package root.
+const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
 export interface QueriesAndRetentionDeps {
   readonly storage: Storage;

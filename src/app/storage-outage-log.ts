@@ -1,5 +1,5 @@
-import type { Logger } from "./app/logger.js";
-import type { TimerStore } from "./app/timer-store.js";
+import type { Logger } from "./logger.js";
+import type { TimerStore } from "./timer-store.js";
 
 /** The least time between two warn lines. */
 export const STORAGE_CHECK_INTERVAL_MS = 10_000;

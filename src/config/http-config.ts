@@ -2,7 +2,7 @@
  * TIMER_ADMIN_TOKEN (CONTRACT §9): the bearer token of the HTTP query API `/v1` and of the admin
  * page. Unset: `/` and `/v1/*` answer 404. Never logged.
  */
-import { ConfigError } from "./config.js";
+import { ConfigError } from "./config-error.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
