@@ -1,4 +1,6 @@
 import type { FiringWorkerDeps } from "./firing-worker-deps.js";
+import { publishClaimed } from "./publish-claimed.js";
+import { timerKeyString } from "../../domain/timer.js";
 import { decideDeadline, type DeadlineDecision, type DeadlineTimer } from "../../domain/delivery-rules.js";
 
 /** What one deadline poll did. */
@@ -37,7 +39,22 @@ export class DeliveryDeadlineWorker {
     const timers = await store.claimDeadlines({ nowMs, limit: batchSize, owner, leaseUntilMs: nowMs + claimTtlMs });
     const passed = timers.map((timer): Passed => ({ timer, decision: decideDeadline(timer, nowMs) }));
     const retries = passed.filter((p) => p.decision.kind === "retry");
-    const published = await this.publish(retries, nowMs);
+    const { published } = await publishClaimed(
+      retries,
+      ({ timer, decision }) =>
+        this.deps.publisher.publishDueTimeReached({
+          tenantId: timer.tenantId,
+          serviceCallId: timer.serviceCallId,
+          dueAtMs: timer.dueAtMs!,
+          reachedAtMs: nowMs,
+          generation: timer.generation,
+          data: timer.data,
+          correlationId: timer.correlationId,
+          attempt: decision.next.attempt,
+        }),
+      this.deps,
+      "publishing delivery retries failed; they are retried",
+    );
     const toRecord = [...published, ...passed.filter((p) => p.decision.kind !== "retry")];
     let retried = 0;
     let timeouts = 0;
@@ -52,10 +69,10 @@ export class DeliveryDeadlineWorker {
         })),
         owner,
       );
-      const recorded = new Set(recordedKeys.map((k) => `${k.tenantId}\u0000${k.serviceCallId}`));
+      const recorded = new Set(recordedKeys.map(timerKeyString));
       let timedOut = 0;
       for (const { timer, decision } of toRecord) {
-        if (!recorded.has(`${timer.tenantId}\u0000${timer.serviceCallId}`)) continue;
+        if (!recorded.has(timerKeyString(timer))) continue;
         if (decision.kind === "retry") retried++;
         else timeouts++;
         if (decision.kind === "timedOut") timedOut++;
@@ -64,37 +81,5 @@ export class DeliveryDeadlineWorker {
       if (timedOut > 0) metrics.deliveriesCounted("timed_out", timedOut);
     }
     return { found: timers.length, retried, timeouts, publishFailed: retries.length - published.length, full: timers.length === batchSize };
-  }
-
-  private async publish(retries: readonly Passed[], nowMs: number): Promise<Passed[]> {
-    const { publisher, logger, metrics, store, owner } = this.deps;
-    const results = await Promise.allSettled(
-      retries.map(({ timer, decision }) =>
-        publisher.publishDueTimeReached({
-          tenantId: timer.tenantId,
-          serviceCallId: timer.serviceCallId,
-          dueAtMs: timer.dueAtMs!,
-          reachedAtMs: nowMs,
-          generation: timer.generation,
-          data: timer.data,
-          correlationId: timer.correlationId,
-          attempt: decision.next.attempt,
-        }),
-      ),
-    );
-    const published = retries.filter((_, i) => results[i]!.status === "fulfilled");
-    const failed = retries.filter((_, i) => results[i]!.status === "rejected");
-    if (failed.length > 0) {
-      metrics.publishFailed(failed.length);
-      const firstError = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
-      logger.warn({ err: firstError.reason, failed: failed.length }, "publishing delivery retries failed; they are retried");
-      await store
-        .releaseClaims(
-          owner,
-          failed.map((f) => f.timer),
-        )
-        .catch(() => undefined);
-    }
-    return published;
   }
 }

@@ -1,4 +1,5 @@
 import type { FiringWorkerDeps } from "./firing-worker-deps.js";
+import { publishClaimed } from "./publish-claimed.js";
 import { timerKeyString, type TimerKey } from "../../domain/timer.js";
 import { decideFiring, type FiringDecision } from "../../domain/firing-rules.js";
 import type { RecurrenceCalendar } from "../../domain/recurrence.js";
@@ -90,8 +91,12 @@ export class DueTimerWorker {
       firing: decideFiring(timer, nowMs, calendar, timer.prefixCancelTs),
     }));
     const toPublish = fired.filter((f) => f.firing.kind !== "cancelled");
-    const { published, failed } = await this.publish(toPublish, nowMs);
-    if (failed > 0) await this.releaseUnpublished(toPublish, published);
+    const { published, failed } = await publishClaimed(
+      toPublish,
+      (fired) => this.publishOne(this.deps.publisher, fired, nowMs),
+      this.deps,
+      "publishing due events failed; the timers stay Scheduled and are retried",
+    );
     // A timer a prefix cancel covers is recorded Cancelled without an event.
     const toRecord = fired.length === toPublish.length ? published : [...published, ...fired.filter((f) => f.firing.kind === "cancelled")];
     let marked = 0;
@@ -125,26 +130,6 @@ export class DueTimerWorker {
     return { found: due.length, published: published.length, failed, marked, full: due.length === batchSize };
   }
 
-  private async publish(due: readonly DueFiring[], nowMs: number): Promise<{ published: DueFiring[]; failed: number }> {
-    const { publisher, metrics, logger } = this.deps;
-    const results = await Promise.allSettled(due.map((fired) => this.publishOne(publisher, fired, nowMs)));
-    const published: DueFiring[] = [];
-    let failed = 0;
-    let firstError: unknown;
-    results.forEach((result, i) => {
-      if (result.status === "fulfilled") published.push(due[i]!);
-      else {
-        failed++;
-        firstError ??= result.reason;
-      }
-    });
-    if (failed > 0) {
-      metrics.publishFailed(failed);
-      logger.warn({ err: firstError, failed, of: due.length }, "publishing due events failed; the timers stay Scheduled and are retried");
-    }
-    return { published, failed };
-  }
-
   private publishOne(publisher: TimerEventPublisher, { timer, firing }: DueFiring, nowMs: number): Promise<void> {
     const { tenantId, serviceCallId, generation, data, correlationId } = timer;
     const occurrence = firing.occurrence === null ? {} : { occurrence: firing.occurrence };
@@ -173,17 +158,6 @@ export class DueTimerWorker {
       ...(firing.missedOccurrencesCapped ? { missedOccurrencesCapped: true } : {}),
       ...(firing.next.tracking === undefined ? {} : { attempt: firing.next.tracking.attempt }),
     });
-  }
-
-  private async releaseUnpublished(due: readonly DueFiring[], published: readonly DueFiring[]): Promise<void> {
-    const sent = new Set(published);
-    const unpublished = due.filter((fired) => !sent.has(fired)).map((fired) => fired.timer);
-    try {
-      await this.deps.store.releaseClaims(this.deps.owner, unpublished);
-    } catch (error) {
-      // The claims expire by themselves; the retry only comes later.
-      this.deps.logger.warn({ err: error, timers: unpublished.length }, "releasing claims after a failed publish failed");
-    }
   }
 }
 
