@@ -1,4 +1,5 @@
-import { compareCodePoints, listByKeyset } from "../../app/queries/keyset-list.js";
+import { listByKeyset } from "../../app/queries/keyset-list.js";
+import { compareCodePoints } from "../../domain/code-point-order.js";
 import { compareChangedDesc, listByChanged } from "../../app/queries/changed-list.js";
 import { histogramOf, windowEndOf } from "../../app/queries/due-histogram.js";
 import {

@@ -14,6 +14,7 @@ import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-comman
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { dealRoundRobin, perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
+import { compareCodePoints } from "../../domain/code-point-order.js";
 
 /** A recorded prefix cancel; `progressKey` null once its sweep has finished. */
 interface PrefixCancelRecord extends PrefixCancel {
@@ -22,29 +23,8 @@ interface PrefixCancelRecord extends PrefixCancel {
 
 const prefixKey = (tenantId: string, prefix: string) => `${tenantId}\u0000${prefix}`;
 
-/**
- * Orders strings as SQLite's BINARY collation does (memcmp of UTF-8), which is code point order.
- * JavaScript's `<` compares UTF-16 code units, which puts astral characters (surrogate pairs,
- * 0xD800–0xDFFF) before U+E000–U+FFFF; shifting the units at the first difference fixes that.
- */
-function compareUtf8(a: string, b: string): number {
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointRank(x) - codePointRank(y);
-  }
-  return a.length - b.length;
-}
-
-function codePointRank(codeUnit: number): number {
-  if (codeUnit >= 0xe000) return codeUnit - 0x800;
-  if (codeUnit >= 0xd800) return codeUnit + 0x2000;
-  return codeUnit;
-}
-
 function compareTenantDue(a: { dueAtMs: number; serviceCallId: string }, b: { dueAtMs: number; serviceCallId: string }): number {
-  return a.dueAtMs - b.dueAtMs || compareUtf8(a.serviceCallId, b.serviceCallId);
+  return a.dueAtMs - b.dueAtMs || compareCodePoints(a.serviceCallId, b.serviceCallId);
 }
 
 /**
@@ -105,7 +85,7 @@ export class MemoryTimerStore implements TimerStore {
       list.reduce((earliest, t) => Math.min(earliest, t.dueAtMs), after?.get(tenantId)?.dueAtMs ?? Number.POSITIVE_INFINITY);
     const candidates = [...byTenant.entries()]
       .map(([tenantId, list]) => ({ tenantId, list, earliestMs: earliest(tenantId, list) }))
-      .sort((a, b) => a.earliestMs - b.earliestMs || compareUtf8(a.tenantId, b.tenantId))
+      .sort((a, b) => a.earliestMs - b.earliestMs || compareCodePoints(a.tenantId, b.tenantId))
       .slice(0, limit);
     const readLimit = perTenantReadLimit(limit, candidates.length);
     const lists = candidates.map(({ list }) => list.sort(compareTenantDue).slice(0, readLimit));
@@ -133,7 +113,10 @@ export class MemoryTimerStore implements TimerStore {
       [...this.#open().values()].filter(
         (t) => t.state === "Fired" && t.delivery && t.deadlineAtMs !== null && t.deadlineAtMs !== undefined && t.deadlineAtMs <= nowMs,
       ),
-      (a, b) => a.deadlineAtMs! - b.deadlineAtMs! || compareUtf8(a.tenantId, b.tenantId) || compareUtf8(a.serviceCallId, b.serviceCallId),
+      (a, b) =>
+        a.deadlineAtMs! - b.deadlineAtMs! ||
+        compareCodePoints(a.tenantId, b.tenantId) ||
+        compareCodePoints(a.serviceCallId, b.serviceCallId),
       claim,
     );
     return passed.map((t) => ({
@@ -214,8 +197,8 @@ export class MemoryTimerStore implements TimerStore {
     const { progressKey, commandTs } = record;
     const batch = [...timers.values()]
       .filter((t) => t.tenantId === prefix.tenantId && t.serviceCallId.startsWith(prefix.serviceCallIdPrefix))
-      .filter((t) => progressKey === "" || compareUtf8(t.serviceCallId, progressKey) > 0)
-      .sort((a, b) => compareUtf8(a.serviceCallId, b.serviceCallId))
+      .filter((t) => progressKey === "" || compareCodePoints(t.serviceCallId, progressKey) > 0)
+      .sort((a, b) => compareCodePoints(a.serviceCallId, b.serviceCallId))
       .slice(0, limit);
     const staged = batch.map((timer) => {
       const cancel: CancelTimerCommand = {

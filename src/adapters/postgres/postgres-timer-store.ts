@@ -17,6 +17,7 @@ import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
 import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { CancelTimerCommand, CancelTimersByPrefixCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
+import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
 import { perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { createPostgresPool } from "./postgres-pool.js";
@@ -77,15 +78,6 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 async function warmUp(pool: pg.Pool, connections: number): Promise<void> {
   const clients = await Promise.all(Array.from({ length: connections }, () => pool.connect()));
   for (const client of clients) client.release();
-}
-
-/** Orders keys by code point, as `COLLATE "C"` does: the order in which rows get locked. */
-function compareKeys(a: TimerKey, b: TimerKey): number {
-  return compareCodePoints(a.tenantId, b.tenantId) || compareCodePoints(a.serviceCallId, b.serviceCallId);
-}
-
-function compareCodePoints(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
 /** A row as Postgres returns it: `repeat` and `delivery` are JSON text (see recurrenceText). */
@@ -222,7 +214,7 @@ export class PostgresTimerStore implements TimerStore {
       return decision;
     });
     if (changed.size > 0) {
-      await this.#upsert(client, [...changed.values()].sort(compareKeys), existed);
+      await this.#upsert(client, [...changed.values()].sort(compareTimerKeys), existed);
       await this.#lowerDueTenants(client, changed.values());
     }
     if (recordedPrefixes.size > 0) {
@@ -395,7 +387,7 @@ export class PostgresTimerStore implements TimerStore {
 
   async recordDeadlines(records: readonly DeadlineRecord[], owner: string): Promise<TimerKey[]> {
     if (records.length === 0) return [];
-    const sorted = [...records].sort(compareKeys);
+    const sorted = [...records].sort(compareTimerKeys);
     const column = <T>(pick: (record: DeadlineRecord) => T): T[] => sorted.map(pick);
     const { rows } = await this.#write(() =>
       withRetry(() =>
@@ -431,7 +423,7 @@ export class PostgresTimerStore implements TimerStore {
 
   async #recordFirings(firings: readonly FiringRow[], owner: string): Promise<TimerKey[]> {
     if (firings.length === 0) return [];
-    const sorted = [...firings].sort(compareKeys);
+    const sorted = [...firings].sort(compareTimerKeys);
     const column = <T>(pick: (firing: FiringRow) => T): T[] => sorted.map(pick);
     const { rows } = await this.#write(() =>
       withRetry(() =>
@@ -537,7 +529,7 @@ export class PostgresTimerStore implements TimerStore {
       return;
     }
     if (timers.length === 0) return;
-    const sorted = [...timers].sort(compareKeys);
+    const sorted = [...timers].sort(compareTimerKeys);
     const values = [owner, sorted.map((t) => t.tenantId), sorted.map((t) => t.serviceCallId)];
     await this.#write(() => withRetry(() => this.#pool.query({ name: "timer-release-claims", text: q.RELEASE_CLAIMS, values })));
   }

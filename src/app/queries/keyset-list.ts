@@ -118,8 +118,3 @@ async function filteredPage(
   const next: ListPosition | null = last === undefined ? null : { snapshotMs, dueAtMs: last.dueAtMs, serviceCallId: last.serviceCallId };
   return { timers, next };
 }
-
-/** Orders strings by code point (as SQLite's BINARY and Postgres' "C" collations do). */
-export function compareCodePoints(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
-}
