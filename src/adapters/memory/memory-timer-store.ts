@@ -10,11 +10,12 @@ import type {
 } from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { isScheduled, timerKeyString, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
-import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-command.js";
+import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { dealRoundRobin, perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { compareCodePoints } from "../../domain/code-point-order.js";
+import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel } from "../storage/store-core.js";
 
 /** A recorded prefix cancel; `progressKey` null once its sweep has finished. */
 interface PrefixCancelRecord extends PrefixCancel {
@@ -41,29 +42,22 @@ export class MemoryTimerStore implements TimerStore {
     const timers = this.#open();
     // Staged apart and copied in only when every command is decided: all or nothing.
     const staged = new Map<string, Timer>();
-    const stagedPrefixes = new Map<string, PrefixCancelRecord>();
+    const stagedPrefixes: PrefixCancel[] = [];
     const index = new PrefixCancelIndex([...this.#prefixCancels.values()]);
-    const decisions = commands.map((command) => {
-      if (command.kind === "cancelPrefix") {
-        const { tenantId, serviceCallIdPrefix, timestampMs } = command;
-        const pk = prefixKey(tenantId, serviceCallIdPrefix);
-        const recorded = stagedPrefixes.get(pk) ?? this.#prefixCancels.get(pk);
-        const decision = decide(undefined, command, { prefixCancelTs: recorded?.commandTs ?? null });
-        if (decision.outcome === "accepted") {
-          const record = { tenantId, serviceCallIdPrefix, commandTs: timestampMs, progressKey: "" };
-          stagedPrefixes.set(pk, record);
-          index.add(record);
-        }
+    const decisions = decideCommandBatch(commands, decide, {
+      prefixIndex: index,
+      decideOnKey: (command, context) => {
+        const key = timerKeyString(command);
+        const decision = decide(staged.get(key) ?? timers.get(key), command, context);
+        if (decision.next !== undefined) staged.set(key, { ...decision.next });
         return decision;
-      }
-      const key = timerKeyString(command);
-      const prefixCancelTs = index.latestFor(command.tenantId, command.serviceCallId);
-      const decision = decide(staged.get(key) ?? timers.get(key), command, { prefixCancelTs });
-      if (decision.next !== undefined) staged.set(key, { ...decision.next });
-      return decision;
+      },
+      recordPrefixCancel: (cancel) => stagedPrefixes.push(cancel),
     });
     for (const [key, timer] of staged) timers.set(key, timer);
-    for (const [key, record] of stagedPrefixes) this.#prefixCancels.set(key, record);
+    for (const cancel of stagedPrefixes) {
+      this.#prefixCancels.set(prefixKey(cancel.tenantId, cancel.serviceCallIdPrefix), { ...cancel, progressKey: "" });
+    }
     this.#prefixIndex = index;
     return decisions;
   }
@@ -166,9 +160,7 @@ export class MemoryTimerStore implements TimerStore {
       const current = stored.get(key);
       const unchanged = isScheduled(current) && current.dueAtMs === firing.dueAtMs && current.generation === firing.generation;
       if (!unchanged || this.#heldByOther(key, owner, firing.next.updatedAtMs)) continue;
-      // A prefix cancel recorded after the timer was read covers it: the firing must not end it.
-      const prefixCancelTs = this.#prefixIndex.latestFor(firing.tenantId, firing.serviceCallId);
-      if (firing.next.state !== "Cancelled" && prefixCancelTs !== null && prefixCancelTs >= firing.next.commandTs) continue;
+      if (firingOverriddenByPrefixCancel(this.#prefixIndex.latestFor(firing.tenantId, firing.serviceCallId), firing.next)) continue;
       // commandTs only grows: a command may have moved it after the timer was read.
       const { tracking, ...next } = firing.next;
       stored.set(key, { ...current, ...next, ...tracking, commandTs: Math.max(current.commandTs, firing.next.commandTs) });
@@ -200,20 +192,10 @@ export class MemoryTimerStore implements TimerStore {
       .filter((t) => progressKey === "" || compareCodePoints(t.serviceCallId, progressKey) > 0)
       .sort((a, b) => compareCodePoints(a.serviceCallId, b.serviceCallId))
       .slice(0, limit);
-    const staged = batch.map((timer) => {
-      const cancel: CancelTimerCommand = {
-        kind: "cancel",
-        tenantId: timer.tenantId,
-        serviceCallId: timer.serviceCallId,
-        correlationId: null,
-        timestampMs: commandTs,
-      };
-      return decide(timer, cancel, { prefixCancelTs: null });
-    });
-    for (const decision of staged) if (decision.next !== undefined) timers.set(timerKeyString(decision.next), { ...decision.next });
-    const done = batch.length < limit;
-    this.#prefixCancels.set(pk, { ...record, progressKey: done ? null : batch[batch.length - 1]!.serviceCallId });
-    return { decisions: staged, done };
+    const step = decideSweepStep(batch, commandTs, limit, decide);
+    for (const decision of step.decisions) if (decision.next !== undefined) timers.set(timerKeyString(decision.next), { ...decision.next });
+    this.#prefixCancels.set(pk, { ...record, progressKey: step.progressKey });
+    return { decisions: step.decisions, done: step.done };
   }
 
   async releaseClaims(owner: string, timers?: readonly TimerKey[]): Promise<void> {

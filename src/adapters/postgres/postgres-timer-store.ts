@@ -15,7 +15,7 @@ import { deliveryOf, deliveryText, withTracking } from "../delivery-columns.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
 import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
-import type { CancelTimerCommand, CancelTimersByPrefixCommand, TimerCommand } from "../../domain/timer-command.js";
+import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
 import { perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
@@ -28,6 +28,7 @@ import { withDeadline } from "../storage/storage-deadline.js";
 import { StorageProbe } from "../storage/storage-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
+import { decideCommandBatch, decideSweepStep } from "../storage/store-core.js";
 
 export interface PostgresTimerStoreOptions {
   /** `postgres://user:pass@host:port/db`; never logged (it may hold a password). */
@@ -78,6 +79,25 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 async function warmUp(pool: pg.Pool, connections: number): Promise<void> {
   const clients = await Promise.all(Array.from({ length: connections }, () => pool.connect()));
   for (const client of clients) client.release();
+}
+
+/**
+ * Wraps the application's `decide` so that its own exceptions can be told apart: they are no
+ * storage fault and must not mark the store unwritable.
+ */
+function watchDecide(decide: DecideCommand): { readonly decide: DecideCommand; threw(error: unknown): boolean } {
+  let decideError: unknown;
+  return {
+    decide: (current, command, context) => {
+      try {
+        return decide(current, command, context);
+      } catch (error) {
+        decideError = error;
+        throw error;
+      }
+    },
+    threw: (error) => error === decideError && error !== undefined,
+  };
 }
 
 /** A row as Postgres returns it: `repeat` and `delivery` are JSON text (see recurrenceText). */
@@ -153,19 +173,10 @@ export class PostgresTimerStore implements TimerStore {
 
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
     if (commands.length === 0) return [];
-    let decideError: unknown;
-    const guarded: DecideCommand = (current, command, context) => {
-      try {
-        return decide(current, command, context);
-      } catch (error) {
-        decideError = error;
-        throw error;
-      }
-    };
+    const watched = watchDecide(decide);
     return this.#write(
-      () => withRetry(() => this.#transaction((client) => this.#applyBatch(client, commands, guarded))),
-      // An exception of the application's decide is no storage fault.
-      (error) => error !== decideError,
+      () => withRetry(() => this.#transaction((client) => this.#applyBatch(client, commands, watched.decide))),
+      (error) => !watched.threw(error),
     );
   }
 
@@ -191,27 +202,21 @@ export class PostgresTimerStore implements TimerStore {
       text: q.SELECT_PREFIX_CANCELS,
       values: [tenants],
     });
-    const index = new PrefixCancelIndex(cancels);
     const existed = new Set(current.keys());
     const changed = new Map<string, Timer>();
-    const recordedPrefixes = new Map<string, CancelTimersByPrefixCommand>();
-    const decisions = commands.map((command) => {
-      if (command.kind === "cancelPrefix") {
-        const { tenantId, serviceCallIdPrefix, timestampMs } = command;
-        const decision = decide(undefined, command, { prefixCancelTs: index.get(tenantId, serviceCallIdPrefix) ?? null });
-        if (decision.outcome === "accepted") {
-          recordedPrefixes.set(`${tenantId}\u0000${serviceCallIdPrefix}`, command);
-          index.add({ tenantId, serviceCallIdPrefix, commandTs: timestampMs });
+    const recordedPrefixes = new Map<string, PrefixCancel>();
+    const decisions = decideCommandBatch(commands, decide, {
+      prefixIndex: new PrefixCancelIndex(cancels),
+      decideOnKey: (command, context) => {
+        const key = timerKeyString(command);
+        const decision = decide(current.get(key), command, context);
+        if (decision.next !== undefined) {
+          current.set(key, decision.next);
+          changed.set(key, decision.next);
         }
         return decision;
-      }
-      const key = timerKeyString(command);
-      const decision = decide(current.get(key), command, { prefixCancelTs: index.latestFor(command.tenantId, command.serviceCallId) });
-      if (decision.next !== undefined) {
-        current.set(key, decision.next);
-        changed.set(key, decision.next);
-      }
-      return decision;
+      },
+      recordPrefixCancel: (cancel) => recordedPrefixes.set(`${cancel.tenantId}\u0000${cancel.serviceCallIdPrefix}`, cancel),
     });
     if (changed.size > 0) {
       await this.#upsert(client, [...changed.values()].sort(compareTimerKeys), existed);
@@ -226,7 +231,7 @@ export class PostgresTimerStore implements TimerStore {
         values: [
           recorded.map((c) => c.tenantId),
           recorded.map((c) => c.serviceCallIdPrefix),
-          recorded.map((c) => c.timestampMs),
+          recorded.map((c) => c.commandTs),
           this.clock.now(),
         ],
       });
@@ -472,7 +477,7 @@ export class PostgresTimerStore implements TimerStore {
     decide: DecideCommand,
   ): Promise<{ readonly decisions: CommandDecision[]; readonly done: boolean }> {
     const { tenantId, serviceCallIdPrefix } = prefix;
-    let decideError: unknown;
+    const watched = watchDecide(decide);
     return this.#write(
       () =>
         withRetry(() =>
@@ -489,35 +494,24 @@ export class PostgresTimerStore implements TimerStore {
               text: q.SELECT_PREFIX_SWEEP_BATCH,
               values: [tenantId, serviceCallIdPrefix, prefixUpperBound(serviceCallIdPrefix), record.progressKey, limit],
             });
-            const batch = rows.map((row) => fromRow<Timer>(row));
-            const decisions = batch.map((timer) => {
-              const cancel: CancelTimerCommand = {
-                kind: "cancel",
-                tenantId,
-                serviceCallId: timer.serviceCallId,
-                correlationId: null,
-                timestampMs: record.commandTs,
-              };
-              try {
-                return decide(timer, cancel, { prefixCancelTs: null });
-              } catch (error) {
-                decideError = error;
-                throw error;
-              }
-            });
-            const changed = decisions.flatMap((d) => (d.next === undefined ? [] : [d.next]));
+            const step = decideSweepStep(
+              rows.map((row) => fromRow<Timer>(row)),
+              record.commandTs,
+              limit,
+              watched.decide,
+            );
+            const changed = step.decisions.flatMap((d) => (d.next === undefined ? [] : [d.next]));
             if (changed.length > 0) await this.#upsert(client, changed, new Set(changed.map(timerKeyString)));
-            const done = batch.length < limit;
-            const progressKey = done ? null : batch[batch.length - 1]!.serviceCallId;
             await client.query({
               name: "timer-update-prefix-progress",
               text: q.UPDATE_PREFIX_PROGRESS,
-              values: [tenantId, serviceCallIdPrefix, progressKey],
+              values: [tenantId, serviceCallIdPrefix, step.progressKey],
             });
+            const { decisions, done } = step;
             return { decisions, done };
           }),
         ),
-      (error) => error !== decideError,
+      (error) => !watched.threw(error),
     );
   }
 

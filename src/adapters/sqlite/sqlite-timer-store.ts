@@ -18,7 +18,7 @@ import type {
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { deliveryOf, deliveryText, withTracking } from "../delivery-columns.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
-import type { CancelTimerCommand, TimerCommand } from "../../domain/timer-command.js";
+import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
@@ -27,6 +27,7 @@ import { dealRoundRobin } from "../../app/firing/fair-due-selection.js";
 import { StorageProbe } from "../storage/storage-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
+import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel } from "../storage/store-core.js";
 
 /** SQLITE_BUSY and SQLITE_LOCKED, with their extended codes. */
 function isBusy(error: unknown): boolean {
@@ -122,7 +123,7 @@ function timerOf(row: TimerRow | undefined): Timer | undefined {
 
 /**
  * The upsert's parameters in column order. Positional, built without an intermediate object: binding
- * 23 named parameters from a fresh object took half of a stored command's CPU (issue 12).
+ * 23 named parameters from a fresh object took half of a stored command's CPU.
  */
 function upsertParameters(timer: Timer): unknown[] {
   return [
@@ -314,34 +315,25 @@ export class SqliteTimerStore implements TimerStore {
     // IMMEDIATE takes the write lock up front: a deferred transaction that reads and then writes can
     // fail with SQLITE_BUSY at the upgrade without waiting for busy_timeout.
     this.#applyAll = db.transaction((commands: readonly TimerCommand[], decide: DecideCommand) =>
-      commands.map((command) => {
-        if (command.kind === "cancelPrefix") {
-          const { tenantId, serviceCallIdPrefix, timestampMs } = command;
-          const recorded = this.#prefixIndex.get(tenantId, serviceCallIdPrefix) ?? null;
-          const decision = decide(undefined, command, { prefixCancelTs: recorded });
-          if (decision.outcome === "accepted") {
-            const cancel = { tenantId, serviceCallIdPrefix, commandTs: timestampMs };
-            this.#upsertPrefixCancel.run({ ...cancel, nowMs: this.clock.now() });
-            this.#prefixIndex.add(cancel);
-          }
+      decideCommandBatch(commands, decide, {
+        prefixIndex: this.#prefixIndex,
+        decideOnKey: (command, context) => {
+          // Most commands create their key: decided as for a new key and inserted unless the key
+          // exists, which saves the read. Otherwise decided again on the stored timer.
+          const asNew = decide(undefined, command, context);
+          if (asNew.next !== undefined && this.#insertNew.run(upsertParameters(asNew.next)).changes === 1) return asNew;
+          const decision = decide(timerOf(this.#selectByKey.get(command.tenantId, command.serviceCallId)), command, context);
+          if (decision.next !== undefined) this.#upsert.run(upsertParameters(decision.next));
           return decision;
-        }
-        const { tenantId, serviceCallId } = command;
-        const context = { prefixCancelTs: this.#prefixIndex.latestFor(tenantId, serviceCallId) };
-        // Most commands create their key: decided as for a new key and inserted unless the key
-        // exists, which saves the read. Otherwise decided again on the stored timer.
-        const asNew = decide(undefined, command, context);
-        if (asNew.next !== undefined && this.#insertNew.run(upsertParameters(asNew.next)).changes === 1) return asNew;
-        const decision = decide(timerOf(this.#selectByKey.get(tenantId, serviceCallId)), command, context);
-        if (decision.next !== undefined) this.#upsert.run(upsertParameters(decision.next));
-        return decision;
+        },
+        recordPrefixCancel: (cancel) => this.#upsertPrefixCancel.run({ ...cancel, nowMs: this.clock.now() }),
       }),
     ).immediate;
     this.#recordAll = db.transaction((firings: readonly Firing[]) => {
       const recorded: TimerKey[] = [];
       for (const { tenantId, serviceCallId, dueAtMs, generation, next } of firings) {
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs } = next;
-        if (state !== "Cancelled" && this.#coveredByPrefixCancel(tenantId, serviceCallId, commandTs)) continue;
+        if (firingOverriddenByPrefixCancel(this.#prefixCancelOf(tenantId, serviceCallId), next)) continue;
         const { tracking } = next;
         const changes = this.#recordFiring.run(
           state,
@@ -373,21 +365,15 @@ export class SqliteTimerStore implements TimerStore {
         upper: prefixUpperBound(prefix.serviceCallIdPrefix),
         limit,
       });
-      const decisions = rows.map((row) => {
-        const cancel: CancelTimerCommand = {
-          kind: "cancel",
-          tenantId: row.tenantId,
-          serviceCallId: row.serviceCallId,
-          correlationId: null,
-          timestampMs: record.commandTs,
-        };
-        const decision = decide(timerOf(row), cancel, { prefixCancelTs: null });
-        if (decision.next !== undefined) this.#upsert.run(upsertParameters(decision.next));
-        return decision;
-      });
-      const done = rows.length < limit;
-      this.#updatePrefixProgress.run({ ...prefix, progressKey: done ? null : rows[rows.length - 1]!.serviceCallId });
-      return { decisions, done };
+      const step = decideSweepStep(
+        rows.map((row) => timerOf(row)!),
+        record.commandTs,
+        limit,
+        decide,
+      );
+      for (const decision of step.decisions) if (decision.next !== undefined) this.#upsert.run(upsertParameters(decision.next));
+      this.#updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
+      return { decisions: step.decisions, done: step.done };
     }).immediate;
   }
 
@@ -405,10 +391,8 @@ export class SqliteTimerStore implements TimerStore {
     return statement;
   }
 
-  /** A prefix cancel recorded after the timer was read covers it: the firing must not end it. */
-  #coveredByPrefixCancel(tenantId: string, serviceCallId: string, commandTs: number): boolean {
-    const prefixCancelTs = this.#prefixIndex.size === 0 ? null : this.#prefixIndex.latestFor(tenantId, serviceCallId);
-    return prefixCancelTs !== null && prefixCancelTs >= commandTs;
+  #prefixCancelOf(tenantId: string, serviceCallId: string): number | null {
+    return this.#prefixIndex.size === 0 ? null : this.#prefixIndex.latestFor(tenantId, serviceCallId);
   }
 
   #loadPrefixIndex(): void {
