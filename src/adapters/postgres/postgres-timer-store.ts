@@ -11,9 +11,9 @@ import type {
   TimerStore,
 } from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
-import { deliveryOf, deliveryText, withTracking } from "../delivery-columns.js";
+import { deliveryOf, withTracking } from "../delivery-columns.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
-import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
+import { parseRecurrence } from "../../domain/recurrence.js";
 import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
@@ -29,6 +29,7 @@ import { StorageProbe } from "../storage/storage-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
 import { decideCommandBatch, decideSweepStep } from "../storage/store-core.js";
+import { TIMER_COLUMNS } from "../storage/timer-columns.js";
 
 export interface PostgresTimerStoreOptions {
   /** `postgres://user:pass@host:port/db`; never logged (it may hold a password). */
@@ -258,36 +259,10 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async #upsert(client: pg.PoolClient, timers: readonly Timer[], existed: ReadonlySet<string>): Promise<void> {
-    const column = <T>(pick: (timer: Timer) => T): T[] => timers.map(pick);
     const { rows } = await client.query<{ written: number }>({
       name: "timer-upsert-decisions",
       text: q.UPSERT_DECISIONS,
-      values: [
-        column((t) => t.tenantId),
-        column((t) => t.serviceCallId),
-        column((t) => t.state),
-        column((t) => t.dueAtMs),
-        column((t) => t.data),
-        column((t) => t.correlationId),
-        column((t) => t.commandTs),
-        column((t) => t.generation),
-        column((t) => t.registeredAtMs),
-        column((t) => t.reachedAtMs),
-        column((t) => t.updatedAtMs),
-        column((t) => (t.repeat == null ? null : recurrenceText(t.repeat))),
-        column((t) => t.occurrence),
-        column((t) => t.maxLatenessMs),
-        column((t) => existed.has(timerKeyString(t))),
-        column((t) => deliveryText(t.delivery)),
-        column((t) => t.createdBy ?? null),
-        column((t) => t.createdVia ?? null),
-        column((t) => t.attempt ?? 0),
-        column((t) => t.firedAtMs ?? null),
-        column((t) => t.completedAtMs ?? null),
-        column((t) => t.result ?? null),
-        column((t) => t.lastReason ?? null),
-        column((t) => t.deadlineAtMs ?? null),
-      ],
+      values: [...TIMER_COLUMNS.map(({ value }) => timers.map(value)), timers.map((t) => existed.has(timerKeyString(t)))],
     });
     if (rows[0]?.written !== timers.length) throw new ConcurrentInsertError();
   }

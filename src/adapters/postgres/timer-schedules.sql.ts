@@ -1,3 +1,5 @@
+import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerSelectList } from "../storage/timer-columns.js";
+
 /**
  * The statements of PostgresTimerStore. Table names are unqualified: each connection's search_path
  * names the store's schema. Key columns are `COLLATE "C"`, so every comparison and ORDER BY on them
@@ -5,22 +7,49 @@
  * of Scheduled timers spell `state = 'Scheduled'` literally so that the planner matches that index.
  */
 
-// Aliased to the field names of Timer, so a row is a Timer without mapping.
-const TIMER_COLUMNS = `
-  tenant_id AS "tenantId", service_call_id AS "serviceCallId", state, due_at AS "dueAtMs", data,
-  correlation_id AS "correlationId", command_ts AS "commandTs", generation, registered_at AS "registeredAtMs",
-  reached_at AS "reachedAtMs", updated_at AS "updatedAtMs", repeat, occurrence, max_lateness_ms AS "maxLatenessMs",
-  delivery, created_by AS "createdBy", created_via AS "createdVia", attempt, fired_at AS "firedAtMs",
-  completed_at AS "completedAtMs", result, last_reason AS "lastReason", deadline_at AS "deadlineAtMs"`;
+// Aliased to the field names of Timer, so a row is a Timer but for the text of `repeat` and `delivery`.
+const TIMER_SELECT = timerSelectList({ quote: true });
 
-export const SELECT_BY_KEY = `SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = $2`;
+/** The Postgres type of each column's array parameter in UPSERT_DECISIONS. */
+const ARRAY_TYPES: Readonly<Record<string, string>> = {
+  tenant_id: "text[]",
+  service_call_id: "text[]",
+  state: "text[]",
+  due_at: "bigint[]",
+  data: "text[]",
+  correlation_id: "text[]",
+  command_ts: "bigint[]",
+  generation: "integer[]",
+  registered_at: "bigint[]",
+  reached_at: "bigint[]",
+  updated_at: "bigint[]",
+  repeat: "text[]",
+  occurrence: "bigint[]",
+  max_lateness_ms: "bigint[]",
+  delivery: "text[]",
+  created_by: "text[]",
+  created_via: "text[]",
+  attempt: "integer[]",
+  fired_at: "bigint[]",
+  completed_at: "bigint[]",
+  result: "text[]",
+  last_reason: "text[]",
+  deadline_at: "bigint[]",
+};
+
+/** `$1::text[], $2::text[], …`: one array per column of TIMER_COLUMNS, then `existed`. */
+const UPSERT_PARAMETERS = [...TIMER_COLUMNS.map(({ column }) => ARRAY_TYPES[column]!), "boolean[]"]
+  .map((type, i) => `$${i + 1}::${type}`)
+  .join(", ");
+
+export const SELECT_BY_KEY = `SELECT ${TIMER_SELECT} FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = $2`;
 
 /**
  * The current rows of a batch's keys ($1 tenants, $2 serviceCallIds), locked until the transaction
  * ends, in key order so that two batches sharing keys lock them in the same order.
  */
 export const SELECT_FOR_UPDATE = `
-  SELECT ${TIMER_COLUMNS} FROM timer_schedules
+  SELECT ${TIMER_SELECT} FROM timer_schedules
   WHERE (tenant_id, service_call_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
   ORDER BY tenant_id, service_call_id
   FOR UPDATE`;
@@ -33,34 +62,18 @@ export const SELECT_FOR_UPDATE = `
  */
 export const UPSERT_DECISIONS = `
   WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
-      $7::bigint[], $8::integer[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[],
-      $14::bigint[], $15::boolean[], $16::text[], $17::text[], $18::text[], $19::integer[], $20::bigint[],
-      $21::bigint[], $22::text[], $23::text[], $24::bigint[])
-      AS i(tenant_id, service_call_id, state, due_at, data, correlation_id, command_ts, generation,
-        registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms, existed,
-        delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at)
+    SELECT * FROM unnest(${UPSERT_PARAMETERS}) AS i(${TIMER_COLUMN_NAMES}, existed)
   ), updated AS (
     UPDATE timer_schedules t SET
-      state = i.state, due_at = i.due_at, data = i.data, correlation_id = i.correlation_id,
-      command_ts = i.command_ts, generation = i.generation, registered_at = i.registered_at,
-      reached_at = i.reached_at, updated_at = i.updated_at, repeat = i.repeat, occurrence = i.occurrence,
-      max_lateness_ms = i.max_lateness_ms, delivery = i.delivery, created_by = i.created_by,
-      created_via = i.created_via, attempt = i.attempt, fired_at = i.fired_at, completed_at = i.completed_at,
-      result = i.result, last_reason = i.last_reason, deadline_at = i.deadline_at,
+      ${TIMER_VALUE_COLUMNS.map((column) => `${column} = i.${column}`).join(", ")},
       claimed_by = CASE WHEN i.state = 'Scheduled' AND i.due_at = t.due_at THEN t.claimed_by END,
       claimed_until = CASE WHEN i.state = 'Scheduled' AND i.due_at = t.due_at THEN t.claimed_until END
     FROM input i
     WHERE i.existed AND t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id
     RETURNING 1
   ), inserted AS (
-    INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id,
-      command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms,
-      delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at)
-    SELECT tenant_id, service_call_id, state, due_at, data, correlation_id,
-      command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms,
-      delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at
-    FROM input WHERE NOT existed
+    INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES})
+    SELECT ${TIMER_COLUMN_NAMES} FROM input WHERE NOT existed
     ON CONFLICT (tenant_id, service_call_id) DO NOTHING
     RETURNING 1
   )
@@ -298,7 +311,7 @@ export const LOCK_PREFIX_CANCEL = `
  * in key order, locked ($3 null: no upper bound). The primary key serves the range.
  */
 export const SELECT_PREFIX_SWEEP_BATCH = `
-  SELECT ${TIMER_COLUMNS} FROM timer_schedules
+  SELECT ${TIMER_SELECT} FROM timer_schedules
   WHERE tenant_id = $1 AND service_call_id >= $2::text AND ($3::text IS NULL OR service_call_id < $3::text)
     AND service_call_id > $4::text
   ORDER BY service_call_id

@@ -15,13 +15,34 @@ import {
   type TimerRecord,
 } from "../../app/queries/timer-queries.js";
 import type { TimerKey } from "../../domain/timer.js";
+import { timerSelectList } from "../storage/timer-columns.js";
 
 // Aliased to the field names of TimerRecord, so a row is a record without mapping.
-const RECORD_COLUMNS = `
-  tenant_id AS tenantId, service_call_id AS serviceCallId, state, due_at AS dueAtMs, data,
-  correlation_id AS correlationId, command_ts AS commandTs, generation, registered_at AS registeredAtMs,
-  reached_at AS reachedAtMs, updated_at AS updatedAtMs, repeat, occurrence, attempt, fired_at AS firedAtMs,
-  completed_at AS completedAtMs, result, last_reason AS lastReason, created_by AS createdBy, created_via AS createdVia`;
+const RECORD_COLUMNS = timerSelectList({
+  quote: false,
+  only: [
+    "tenantId",
+    "serviceCallId",
+    "state",
+    "dueAtMs",
+    "data",
+    "correlationId",
+    "commandTs",
+    "generation",
+    "registeredAtMs",
+    "reachedAtMs",
+    "updatedAtMs",
+    "repeat",
+    "occurrence",
+    "attempt",
+    "firedAtMs",
+    "completedAtMs",
+    "result",
+    "lastReason",
+    "createdBy",
+    "createdVia",
+  ],
+});
 
 /**
  * One state's slice of timer_schedules_tenant_state_due_idx (tenant_id, state, due_at,

@@ -16,11 +16,11 @@ import type {
   TimerStore,
 } from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
-import { deliveryOf, deliveryText, withTracking } from "../delivery-columns.js";
+import { deliveryOf, withTracking } from "../delivery-columns.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
-import { parseRecurrence, recurrenceText } from "../../domain/recurrence.js";
+import { parseRecurrence } from "../../domain/recurrence.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 import { dealRoundRobin } from "../../app/firing/fair-due-selection.js";
@@ -28,6 +28,7 @@ import { StorageProbe } from "../storage/storage-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
 import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel } from "../storage/store-core.js";
+import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerColumnValues, timerSelectList } from "../storage/timer-columns.js";
 
 /** SQLITE_BUSY and SQLITE_LOCKED, with their extended codes. */
 function isBusy(error: unknown): boolean {
@@ -93,22 +94,45 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
   }
 }
 
-// Aliased to the field names of Timer, so a row is a Timer but for the text of `repeat`.
-const TIMER_COLUMNS = `
-  tenant_id AS tenantId, service_call_id AS serviceCallId, state, due_at AS dueAtMs, data,
-  correlation_id AS correlationId, command_ts AS commandTs, generation, registered_at AS registeredAtMs,
-  reached_at AS reachedAtMs, updated_at AS updatedAtMs, repeat, occurrence, max_lateness_ms AS maxLatenessMs,
-  delivery, created_by AS createdBy, created_via AS createdVia, attempt, fired_at AS firedAtMs,
-  completed_at AS completedAtMs, result, last_reason AS lastReason, deadline_at AS deadlineAtMs`;
+const TIMER_SELECT = timerSelectList({ quote: false });
 
 // Only what firing needs: building row objects is most of findDue's cost in a burst.
-const DUE_TIMER_COLUMNS = `tenant_id AS tenantId, service_call_id AS serviceCallId, due_at AS dueAtMs, generation, data,
-  correlation_id AS correlationId, occurrence, repeat, max_lateness_ms AS maxLatenessMs, command_ts AS commandTs, reached_at AS reachedAtMs, delivery`;
+const DUE_TIMER_SELECT = timerSelectList({
+  quote: false,
+  only: [
+    "tenantId",
+    "serviceCallId",
+    "dueAtMs",
+    "generation",
+    "data",
+    "correlationId",
+    "occurrence",
+    "repeat",
+    "maxLatenessMs",
+    "commandTs",
+    "reachedAtMs",
+    "delivery",
+  ],
+});
 
 // A Fired timer whose deadline passed (CONTRACT §11).
-const DEADLINE_TIMER_COLUMNS = `tenant_id AS tenantId, service_call_id AS serviceCallId, due_at AS dueAtMs, generation, data,
-  correlation_id AS correlationId, reached_at AS reachedAtMs, updated_at AS updatedAtMs, last_reason AS lastReason,
-  delivery, attempt, deadline_at AS deadlineAtMs`;
+const DEADLINE_TIMER_SELECT = timerSelectList({
+  quote: false,
+  only: [
+    "tenantId",
+    "serviceCallId",
+    "dueAtMs",
+    "generation",
+    "data",
+    "correlationId",
+    "reachedAtMs",
+    "updatedAtMs",
+    "lastReason",
+    "delivery",
+    "attempt",
+    "deadlineAtMs",
+  ],
+});
 
 /** A row as SQLite returns it: `repeat` and `delivery` are JSON text (see recurrenceText). */
 type Row<T> = Omit<T, "repeat" | "delivery"> & { repeat: string | null; delivery: string | null };
@@ -121,45 +145,8 @@ function timerOf(row: TimerRow | undefined): Timer | undefined {
   return withTracking({ ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) }) as Timer;
 }
 
-/**
- * The upsert's parameters in column order. Positional, built without an intermediate object: binding
- * 23 named parameters from a fresh object took half of a stored command's CPU.
- */
-function upsertParameters(timer: Timer): unknown[] {
-  return [
-    timer.tenantId,
-    timer.serviceCallId,
-    timer.state,
-    timer.dueAtMs,
-    timer.data,
-    timer.correlationId,
-    timer.commandTs,
-    timer.generation,
-    timer.registeredAtMs,
-    timer.reachedAtMs,
-    timer.updatedAtMs,
-    timer.repeat === null ? null : recurrenceText(timer.repeat),
-    timer.occurrence,
-    timer.maxLatenessMs,
-    deliveryText(timer.delivery),
-    timer.createdBy ?? null,
-    timer.createdVia ?? null,
-    timer.attempt ?? 0,
-    timer.firedAtMs ?? null,
-    timer.completedAtMs ?? null,
-    timer.result ?? null,
-    timer.lastReason ?? null,
-    timer.deadlineAtMs ?? null,
-  ];
-}
-
-/** The columns of upsertParameters, in its order. */
-const UPSERT_COLUMNS = `tenant_id, service_call_id, state, due_at, data, correlation_id,
-  command_ts, generation, registered_at, reached_at, updated_at, repeat, occurrence, max_lateness_ms,
-  delivery, created_by, created_via, attempt, fired_at, completed_at, result, last_reason, deadline_at`;
-const UPSERT_VALUES = UPSERT_COLUMNS.split(",")
-  .map(() => "?")
-  .join(", ");
+const UPSERT_VALUES = TIMER_COLUMNS.map(() => "?").join(", ");
+const UPSERT_SET = TIMER_VALUE_COLUMNS.map((column) => `${column} = excluded.${column}`).join(", ");
 
 // Queries of Scheduled timers spell `state = 'Scheduled'` literally, so the planner matches the
 // partial index timer_schedules_due_idx once at prepare time instead of re-planning per binding.
@@ -218,27 +205,19 @@ export class SqliteTimerStore implements TimerStore {
   ) {
     this.#db = db;
     this.#checkpointer = checkpointer;
-    this.#selectByKey = db.prepare(`SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?`);
-    this.#insertNew = db.prepare(`INSERT INTO timer_schedules (${UPSERT_COLUMNS}) VALUES (${UPSERT_VALUES}) ON CONFLICT DO NOTHING`);
+    this.#selectByKey = db.prepare(`SELECT ${TIMER_SELECT} FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?`);
+    this.#insertNew = db.prepare(`INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${UPSERT_VALUES}) ON CONFLICT DO NOTHING`);
     this.#upsert = db.prepare(`
-      INSERT INTO timer_schedules (${UPSERT_COLUMNS}) VALUES (${UPSERT_VALUES})
-      ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET
-        state = excluded.state, due_at = excluded.due_at, data = excluded.data,
-        correlation_id = excluded.correlation_id, command_ts = excluded.command_ts,
-        generation = excluded.generation, registered_at = excluded.registered_at, reached_at = excluded.reached_at,
-        updated_at = excluded.updated_at, repeat = excluded.repeat, occurrence = excluded.occurrence,
-        max_lateness_ms = excluded.max_lateness_ms, delivery = excluded.delivery, created_by = excluded.created_by,
-        created_via = excluded.created_via, attempt = excluded.attempt, fired_at = excluded.fired_at,
-        completed_at = excluded.completed_at, result = excluded.result, last_reason = excluded.last_reason,
-        deadline_at = excluded.deadline_at`);
+      INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${UPSERT_VALUES})
+      ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET ${UPSERT_SET}`);
     this.#selectDueTenants = db.prepare(`
       SELECT tenant_id AS tenantId FROM timer_due_tenants WHERE earliest_due_at <= @nowMs
       ORDER BY earliest_due_at, tenant_id LIMIT @limit`);
     this.#selectTenantDue = db.prepare(`
-      SELECT ${DUE_TIMER_COLUMNS} FROM timer_schedules
+      SELECT ${DUE_TIMER_SELECT} FROM timer_schedules
       WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at <= @nowMs ${TENANT_DUE_ORDER}`);
     this.#selectTenantDueAfter = db.prepare(`
-      SELECT ${DUE_TIMER_COLUMNS} FROM timer_schedules
+      SELECT ${DUE_TIMER_SELECT} FROM timer_schedules
       WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at <= @nowMs
         AND (due_at, service_call_id) > (@dueAtMs, @serviceCallId)
       ${TENANT_DUE_ORDER}`);
@@ -264,7 +243,7 @@ export class SqliteTimerStore implements TimerStore {
       WHERE tenant_id = ? AND service_call_id = ? AND state = 'Scheduled' AND due_at = ? AND generation = ?`);
     // `state = 'Fired'` spelled literally: the partial index timer_schedules_fired_deadline_idx.
     this.#selectDeadlines = db.prepare(`
-      SELECT ${DEADLINE_TIMER_COLUMNS} FROM timer_schedules WHERE state = 'Fired' AND deadline_at <= @nowMs
+      SELECT ${DEADLINE_TIMER_SELECT} FROM timer_schedules WHERE state = 'Fired' AND deadline_at <= @nowMs
       ORDER BY deadline_at, tenant_id, service_call_id LIMIT @limit`);
     this.#recordDeadline = db.prepare(`
       UPDATE timer_schedules SET state = @state, attempt = @nextAttempt, reached_at = @reachedAtMs,
@@ -321,9 +300,9 @@ export class SqliteTimerStore implements TimerStore {
           // Most commands create their key: decided as for a new key and inserted unless the key
           // exists, which saves the read. Otherwise decided again on the stored timer.
           const asNew = decide(undefined, command, context);
-          if (asNew.next !== undefined && this.#insertNew.run(upsertParameters(asNew.next)).changes === 1) return asNew;
+          if (asNew.next !== undefined && this.#insertNew.run(timerColumnValues(asNew.next)).changes === 1) return asNew;
           const decision = decide(timerOf(this.#selectByKey.get(command.tenantId, command.serviceCallId)), command, context);
-          if (decision.next !== undefined) this.#upsert.run(upsertParameters(decision.next));
+          if (decision.next !== undefined) this.#upsert.run(timerColumnValues(decision.next));
           return decision;
         },
         recordPrefixCancel: (cancel) => this.#upsertPrefixCancel.run({ ...cancel, nowMs: this.clock.now() }),
@@ -371,7 +350,7 @@ export class SqliteTimerStore implements TimerStore {
         limit,
         decide,
       );
-      for (const decision of step.decisions) if (decision.next !== undefined) this.#upsert.run(upsertParameters(decision.next));
+      for (const decision of step.decisions) if (decision.next !== undefined) this.#upsert.run(timerColumnValues(decision.next));
       this.#updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
       return { decisions: step.decisions, done: step.done };
     }).immediate;
@@ -381,7 +360,7 @@ export class SqliteTimerStore implements TimerStore {
   #sweepSelect(prefix: string, progressKey: string): Database.Statement<[Record<string, unknown>], TimerRow> {
     const lower = progressKey === "" ? "service_call_id >= @from" : "service_call_id > @from";
     const upper = prefixUpperBound(prefix) === null ? "" : "AND service_call_id < @upper";
-    const sql = `SELECT ${TIMER_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND ${lower} ${upper}
+    const sql = `SELECT ${TIMER_SELECT} FROM timer_schedules WHERE tenant_id = @tenantId AND ${lower} ${upper}
       ORDER BY service_call_id LIMIT @limit`;
     let statement = this.#sweepSelects.get(sql);
     if (statement === undefined) {
