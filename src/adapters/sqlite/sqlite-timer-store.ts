@@ -16,19 +16,26 @@ import type {
   TimerStore,
 } from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
-import { deliveryOf, withTracking } from "../delivery-columns.js";
+import { deliveryOf } from "../delivery-columns.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { parseRecurrence } from "../../domain/recurrence.js";
-import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
+import { PrefixCancelIndex, prefixUpperBound } from "../../domain/prefix-cancel.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 import { dealRoundRobin } from "../../app/firing/fair-due-selection.js";
 import { StorageProbe } from "../storage/storage-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
 import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel } from "../storage/store-core.js";
-import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerColumnValues, timerSelectList } from "../storage/timer-columns.js";
+import { timerColumnValues } from "../storage/timer-columns.js";
+import {
+  prepareTimerStatements,
+  timerOf,
+  type DueTimerRow,
+  type PrefixCancelKey,
+  type SqliteTimerStatements,
+} from "./sqlite-timer-statements.js";
 
 /** SQLITE_BUSY and SQLITE_LOCKED, with their extended codes. */
 function isBusy(error: unknown): boolean {
@@ -94,66 +101,6 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
   }
 }
 
-const TIMER_SELECT = timerSelectList({ quote: false });
-
-// Only what firing needs: building row objects is most of findDue's cost in a burst.
-const DUE_TIMER_SELECT = timerSelectList({
-  quote: false,
-  only: [
-    "tenantId",
-    "serviceCallId",
-    "dueAtMs",
-    "generation",
-    "data",
-    "correlationId",
-    "occurrence",
-    "repeat",
-    "maxLatenessMs",
-    "commandTs",
-    "reachedAtMs",
-    "delivery",
-  ],
-});
-
-// A Fired timer whose deadline passed (CONTRACT §11).
-const DEADLINE_TIMER_SELECT = timerSelectList({
-  quote: false,
-  only: [
-    "tenantId",
-    "serviceCallId",
-    "dueAtMs",
-    "generation",
-    "data",
-    "correlationId",
-    "reachedAtMs",
-    "updatedAtMs",
-    "lastReason",
-    "delivery",
-    "attempt",
-    "deadlineAtMs",
-  ],
-});
-
-/** A row as SQLite returns it: `repeat` and `delivery` are JSON text (see recurrenceText). */
-type Row<T> = Omit<T, "repeat" | "delivery"> & { repeat: string | null; delivery: string | null };
-type TimerRow = Row<Timer>;
-type DueTimerRow = Row<Omit<DueTimer, "prefixCancelTs">>;
-type DeadlineTimerRow = Omit<DeadlineTimer, "delivery"> & { delivery: string };
-
-function timerOf(row: TimerRow | undefined): Timer | undefined {
-  if (row === undefined) return undefined;
-  return withTracking({ ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) }) as Timer;
-}
-
-const UPSERT_VALUES = TIMER_COLUMNS.map(() => "?").join(", ");
-const UPSERT_SET = TIMER_VALUE_COLUMNS.map((column) => `${column} = excluded.${column}`).join(", ");
-
-// Queries of Scheduled timers spell `state = 'Scheduled'` literally, so the planner matches the
-// partial index timer_schedules_due_idx once at prepare time instead of re-planning per binding.
-const TENANT_DUE_ORDER = "ORDER BY due_at, service_call_id LIMIT @limit";
-
-type PrefixCancelKey = Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">;
-
 /**
  * Timers in one SQLite table (`timer_schedules`). The hot paths use better-sqlite3 prepared
  * statements directly; drizzle defines the schema and applies the migrations.
@@ -167,26 +114,9 @@ export class SqliteTimerStore implements TimerStore {
   #lastWriteBusy = false;
   #probe: StorageProbe | undefined;
   readonly #db: Database.Database;
-  readonly #selectByKey: Database.Statement<[tenantId: string, serviceCallId: string], TimerRow>;
-  readonly #upsert: Database.Statement<[unknown[]]>;
-  readonly #insertNew: Database.Statement<[unknown[]]>;
-  readonly #selectDueTenants: Database.Statement<[{ nowMs: number; limit: number }], { tenantId: string }>;
-  readonly #selectTenantDue: Database.Statement<[{ tenantId: string; nowMs: number; limit: number }], DueTimerRow>;
-  readonly #selectTenantDueAfter: Database.Statement<[TenantDuePosition & { tenantId: string; nowMs: number; limit: number }], DueTimerRow>;
+  readonly #sql: SqliteTimerStatements;
   readonly #raiseDueTenant: (tenantIds: readonly string[]) => void;
-  readonly #recordFiring: Database.Statement<unknown[]>;
-  readonly #selectDeadlines: Database.Statement<[{ nowMs: number; limit: number }], DeadlineTimerRow>;
-  readonly #recordDeadline: Database.Statement<[Record<string, unknown>]>;
-  readonly #selectNextDeadlineAt: Database.Statement<[], { deadlineAtMs: number | null }>;
   readonly #recordDeadlinesAll: (records: readonly DeadlineRecord[]) => TimerKey[];
-  readonly #selectNextDueAt: Database.Statement<[], { dueAtMs: number | null }>;
-  readonly #countScheduled: Database.Statement<[], { count: number }>;
-  readonly #countScheduledOfTenant: Database.Statement<[string], { count: number }>;
-  readonly #selectPrefixCancels: Database.Statement<[], PrefixCancel & { progressKey: string | null }>;
-  readonly #selectPrefixCancel: Database.Statement<[PrefixCancelKey], { commandTs: number; progressKey: string | null }>;
-  readonly #upsertPrefixCancel: Database.Statement<[PrefixCancel & { nowMs: number }]>;
-  readonly #updatePrefixProgress: Database.Statement<[PrefixCancelKey & { progressKey: string | null }]>;
-  readonly #sweepSelects = new Map<string, Database.Statement<[Record<string, unknown>], TimerRow>>();
   readonly #applyAll: (commands: readonly TimerCommand[], decide: DecideCommand) => CommandDecision[];
   readonly #recordAll: (firings: readonly Firing[]) => TimerKey[];
   readonly #sweepStep: (prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => { decisions: CommandDecision[]; done: boolean };
@@ -205,56 +135,14 @@ export class SqliteTimerStore implements TimerStore {
   ) {
     this.#db = db;
     this.#checkpointer = checkpointer;
-    this.#selectByKey = db.prepare(`SELECT ${TIMER_SELECT} FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?`);
-    this.#insertNew = db.prepare(`INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${UPSERT_VALUES}) ON CONFLICT DO NOTHING`);
-    this.#upsert = db.prepare(`
-      INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${UPSERT_VALUES})
-      ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET ${UPSERT_SET}`);
-    this.#selectDueTenants = db.prepare(`
-      SELECT tenant_id AS tenantId FROM timer_due_tenants WHERE earliest_due_at <= @nowMs
-      ORDER BY earliest_due_at, tenant_id LIMIT @limit`);
-    this.#selectTenantDue = db.prepare(`
-      SELECT ${DUE_TIMER_SELECT} FROM timer_schedules
-      WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at <= @nowMs ${TENANT_DUE_ORDER}`);
-    this.#selectTenantDueAfter = db.prepare(`
-      SELECT ${DUE_TIMER_SELECT} FROM timer_schedules
-      WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at <= @nowMs
-        AND (due_at, service_call_id) > (@dueAtMs, @serviceCallId)
-      ${TENANT_DUE_ORDER}`);
-    const earliestDue = db.prepare<[string], { dueAtMs: number | null }>(
-      "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE tenant_id = ? AND state = 'Scheduled'",
-    );
-    const setEarliest = db.prepare("UPDATE timer_due_tenants SET earliest_due_at = ? WHERE tenant_id = ?");
-    const deleteDueTenant = db.prepare("DELETE FROM timer_due_tenants WHERE tenant_id = ?");
-    // One writer per file: nothing can schedule a timer between the read and the write.
-    const raiseEarliest = (tenantIds: Iterable<string>): void => {
-      for (const tenantId of tenantIds) {
-        const { dueAtMs } = earliestDue.get(tenantId) ?? { dueAtMs: null };
-        if (dueAtMs === null) deleteDueTenant.run(tenantId);
-        else setEarliest.run(dueAtMs, tenantId);
-      }
-    };
-    this.#raiseDueTenant = db.transaction(raiseEarliest).immediate;
-    // Positional, like the upsert: named binding costs more than the statement on this hot path.
-    this.#recordFiring = db.prepare(`
-      UPDATE timer_schedules SET state = ?, due_at = ?, occurrence = ?, reached_at = ?,
-        command_ts = max(command_ts, ?), updated_at = ?, attempt = coalesce(?, attempt),
-        fired_at = coalesce(?, fired_at), deadline_at = ?
-      WHERE tenant_id = ? AND service_call_id = ? AND state = 'Scheduled' AND due_at = ? AND generation = ?`);
-    // `state = 'Fired'` spelled literally: the partial index timer_schedules_fired_deadline_idx.
-    this.#selectDeadlines = db.prepare(`
-      SELECT ${DEADLINE_TIMER_SELECT} FROM timer_schedules WHERE state = 'Fired' AND deadline_at <= @nowMs
-      ORDER BY deadline_at, tenant_id, service_call_id LIMIT @limit`);
-    this.#recordDeadline = db.prepare(`
-      UPDATE timer_schedules SET state = @state, attempt = @nextAttempt, reached_at = @reachedAtMs,
-        deadline_at = @nextDeadlineAtMs, last_reason = @lastReason, updated_at = @updatedAtMs
-      WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Fired'
-        AND attempt = @attempt AND deadline_at = @deadlineAtMs`);
-    this.#selectNextDeadlineAt = db.prepare("SELECT min(deadline_at) AS deadlineAtMs FROM timer_schedules WHERE state = 'Fired'");
+    const sql = prepareTimerStatements(db);
+    this.#sql = sql;
+    this.#loadPrefixIndex();
+    this.#raiseDueTenant = db.transaction(sql.raiseEarliest).immediate;
     this.#recordDeadlinesAll = db.transaction((records: readonly DeadlineRecord[]) => {
       const recorded: TimerKey[] = [];
       for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next } of records) {
-        const changes = this.#recordDeadline.run({
+        const changes = this.#sql.recordDeadline.run({
           tenantId,
           serviceCallId,
           attempt,
@@ -270,26 +158,6 @@ export class SqliteTimerStore implements TimerStore {
       }
       return recorded;
     }).immediate;
-    this.#selectPrefixCancels = db.prepare(`
-      SELECT tenant_id AS tenantId, service_call_id_prefix AS serviceCallIdPrefix, command_ts AS commandTs,
-        progress_key AS progressKey
-      FROM timer_prefix_cancels`);
-    this.#selectPrefixCancel = db.prepare(`
-      SELECT command_ts AS commandTs, progress_key AS progressKey FROM timer_prefix_cancels
-      WHERE tenant_id = @tenantId AND service_call_id_prefix = @serviceCallIdPrefix`);
-    this.#upsertPrefixCancel = db.prepare(`
-      INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key)
-      VALUES (@tenantId, @serviceCallIdPrefix, @commandTs, @nowMs, '')
-      ON CONFLICT (tenant_id, service_call_id_prefix) DO UPDATE SET
-        command_ts = excluded.command_ts, updated_at = excluded.updated_at, progress_key = ''`);
-    this.#updatePrefixProgress = db.prepare(`
-      UPDATE timer_prefix_cancels SET progress_key = @progressKey
-      WHERE tenant_id = @tenantId AND service_call_id_prefix = @serviceCallIdPrefix`);
-    this.#loadPrefixIndex();
-    this.#selectNextDueAt = db.prepare("SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE state = 'Scheduled'");
-    this.#countScheduled = db.prepare("SELECT count(*) AS count FROM timer_schedules WHERE state = 'Scheduled'");
-    // Kept by triggers (drizzle/sqlite/0008_state_counts.sql).
-    this.#countScheduledOfTenant = db.prepare("SELECT count FROM timer_state_counts WHERE tenant_id = ? AND state = 'Scheduled'");
 
     // IMMEDIATE takes the write lock up front: a deferred transaction that reads and then writes can
     // fail with SQLITE_BUSY at the upgrade without waiting for busy_timeout.
@@ -300,12 +168,12 @@ export class SqliteTimerStore implements TimerStore {
           // Most commands create their key: decided as for a new key and inserted unless the key
           // exists, which saves the read. Otherwise decided again on the stored timer.
           const asNew = decide(undefined, command, context);
-          if (asNew.next !== undefined && this.#insertNew.run(timerColumnValues(asNew.next)).changes === 1) return asNew;
-          const decision = decide(timerOf(this.#selectByKey.get(command.tenantId, command.serviceCallId)), command, context);
-          if (decision.next !== undefined) this.#upsert.run(timerColumnValues(decision.next));
+          if (asNew.next !== undefined && this.#sql.insertNew.run(timerColumnValues(asNew.next)).changes === 1) return asNew;
+          const decision = decide(timerOf(this.#sql.selectByKey.get(command.tenantId, command.serviceCallId)), command, context);
+          if (decision.next !== undefined) this.#sql.upsert.run(timerColumnValues(decision.next));
           return decision;
         },
-        recordPrefixCancel: (cancel) => this.#upsertPrefixCancel.run({ ...cancel, nowMs: this.clock.now() }),
+        recordPrefixCancel: (cancel) => this.#sql.upsertPrefixCancel.run({ ...cancel, nowMs: this.clock.now() }),
       }),
     ).immediate;
     this.#recordAll = db.transaction((firings: readonly Firing[]) => {
@@ -314,7 +182,7 @@ export class SqliteTimerStore implements TimerStore {
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs } = next;
         if (firingOverriddenByPrefixCancel(this.#prefixCancelOf(tenantId, serviceCallId), next)) continue;
         const { tracking } = next;
-        const changes = this.#recordFiring.run(
+        const changes = this.#sql.recordFiring.run(
           state,
           next.dueAtMs,
           occurrence,
@@ -332,13 +200,13 @@ export class SqliteTimerStore implements TimerStore {
         if (changes === 1) recorded.push({ tenantId, serviceCallId });
       }
       // The tenants fired from have a later earliest due time now (or none).
-      raiseEarliest(new Set(recorded.map((key) => key.tenantId)));
+      sql.raiseEarliest(new Set(recorded.map((key) => key.tenantId)));
       return recorded;
     }).immediate;
     this.#sweepStep = db.transaction((prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => {
-      const record = this.#selectPrefixCancel.get(prefix);
+      const record = this.#sql.selectPrefixCancel.get(prefix);
       if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
-      const rows = this.#sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
+      const rows = this.#sql.sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
         tenantId: prefix.tenantId,
         from: record.progressKey === "" ? prefix.serviceCallIdPrefix : record.progressKey,
         upper: prefixUpperBound(prefix.serviceCallIdPrefix),
@@ -350,24 +218,10 @@ export class SqliteTimerStore implements TimerStore {
         limit,
         decide,
       );
-      for (const decision of step.decisions) if (decision.next !== undefined) this.#upsert.run(timerColumnValues(decision.next));
-      this.#updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
+      for (const decision of step.decisions) if (decision.next !== undefined) this.#sql.upsert.run(timerColumnValues(decision.next));
+      this.#sql.updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
       return { decisions: step.decisions, done: step.done };
     }).immediate;
-  }
-
-  /** The keyset query of a sweep step: after the progress (or from the prefix), below the prefix's upper bound. */
-  #sweepSelect(prefix: string, progressKey: string): Database.Statement<[Record<string, unknown>], TimerRow> {
-    const lower = progressKey === "" ? "service_call_id >= @from" : "service_call_id > @from";
-    const upper = prefixUpperBound(prefix) === null ? "" : "AND service_call_id < @upper";
-    const sql = `SELECT ${TIMER_SELECT} FROM timer_schedules WHERE tenant_id = @tenantId AND ${lower} ${upper}
-      ORDER BY service_call_id LIMIT @limit`;
-    let statement = this.#sweepSelects.get(sql);
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql);
-      this.#sweepSelects.set(sql, statement);
-    }
-    return statement;
   }
 
   #prefixCancelOf(tenantId: string, serviceCallId: string): number | null {
@@ -375,7 +229,7 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   #loadPrefixIndex(): void {
-    this.#prefixIndex = new PrefixCancelIndex(this.#selectPrefixCancels.all());
+    this.#prefixIndex = new PrefixCancelIndex(this.#sql.selectPrefixCancels.all());
   }
 
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
@@ -390,15 +244,15 @@ export class SqliteTimerStore implements TimerStore {
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
     const { nowMs, limit, after } = claim;
-    const tenants = this.#selectDueTenants.all({ nowMs, limit });
+    const tenants = this.#sql.selectDueTenants.all({ nowMs, limit });
     // Each candidate's share first; only when that leaves the batch short, more of those that filled
     // theirs: the same deal as reading every candidate's whole due range, at a fraction of the reads.
     const share = Math.ceil(limit / Math.max(1, tenants.length));
     const idle: string[] = [];
     const read = (tenantId: string, position: TenantDuePosition | undefined, count: number): DueTimerRow[] =>
       position === undefined
-        ? this.#selectTenantDue.all({ tenantId, nowMs, limit: count })
-        : this.#selectTenantDueAfter.all({ tenantId, nowMs, limit: count, ...position });
+        ? this.#sql.selectTenantDue.all({ tenantId, nowMs, limit: count })
+        : this.#sql.selectTenantDueAfter.all({ tenantId, nowMs, limit: count, ...position });
     const lists = tenants.map(({ tenantId }) => {
       const position = after?.get(tenantId);
       const list = read(tenantId, position, share);
@@ -436,7 +290,7 @@ export class SqliteTimerStore implements TimerStore {
 
   async claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]> {
     // One instance per file (see the class comment): the claim need not be recorded.
-    return this.#selectDeadlines
+    return this.#sql.selectDeadlines
       .all({ nowMs: claim.nowMs, limit: claim.limit })
       .map((row) => ({ ...row, delivery: deliveryOf(row.delivery)! }));
   }
@@ -446,7 +300,7 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async nextDeadlineAt(): Promise<number | null> {
-    return this.#selectNextDeadlineAt.get()?.deadlineAtMs ?? null;
+    return this.#sql.selectNextDeadlineAt.get()?.deadlineAtMs ?? null;
   }
 
   async recordFirings(firings: readonly Firing[]): Promise<TimerKey[]> {
@@ -454,7 +308,7 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
-    return this.#selectPrefixCancels
+    return this.#sql.selectPrefixCancels
       .all()
       .flatMap(({ progressKey, ...cancel }) => (progressKey === null ? [] : [{ ...cancel, progressKey }]));
   }
@@ -510,20 +364,20 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async nextDueAt(): Promise<number | null> {
-    return this.#selectNextDueAt.get()?.dueAtMs ?? null;
+    return this.#sql.selectNextDueAt.get()?.dueAtMs ?? null;
   }
 
   async countScheduledOf(tenantIds: readonly string[]): Promise<ReadonlyMap<string, number>> {
-    return new Map(tenantIds.map((tenantId) => [tenantId, this.#countScheduledOfTenant.get(tenantId)?.count ?? 0]));
+    return new Map(tenantIds.map((tenantId) => [tenantId, this.#sql.countScheduledOfTenant.get(tenantId)?.count ?? 0]));
   }
 
   async countScheduled(): Promise<number> {
-    return this.#countScheduled.get()?.count ?? 0;
+    return this.#sql.countScheduled.get()?.count ?? 0;
   }
 
   async get(key: TimerKey): Promise<Timer | undefined> {
     const { tenantId, serviceCallId } = key;
-    return timerOf(this.#selectByKey.get(tenantId, serviceCallId));
+    return timerOf(this.#sql.selectByKey.get(tenantId, serviceCallId));
   }
 
   isOpen(): boolean {

@@ -1,0 +1,195 @@
+import type Database from "better-sqlite3";
+import type { DueTimer, TenantDuePosition } from "../../app/timer-store.js";
+import type { DeadlineTimer } from "../../domain/delivery-rules.js";
+import type { Timer } from "../../domain/timer.js";
+import type { PrefixCancel } from "../../domain/prefix-cancel.js";
+import { parseRecurrence } from "../../domain/recurrence.js";
+import { prefixUpperBound } from "../../domain/prefix-cancel.js";
+import { withTracking } from "../delivery-columns.js";
+import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerSelectList } from "../storage/timer-columns.js";
+
+/**
+ * The prepared statements of SqliteTimerStore, prepared once per connection. The hot paths bind
+ * positionally where they can: named binding costs more than the statement itself there.
+ */
+
+const TIMER_SELECT = timerSelectList({ quote: false });
+
+// Only what firing needs: building row objects is most of findDue's cost in a burst.
+const DUE_TIMER_SELECT = timerSelectList({
+  quote: false,
+  only: [
+    "tenantId",
+    "serviceCallId",
+    "dueAtMs",
+    "generation",
+    "data",
+    "correlationId",
+    "occurrence",
+    "repeat",
+    "maxLatenessMs",
+    "commandTs",
+    "reachedAtMs",
+    "delivery",
+  ],
+});
+
+// A Fired timer whose deadline passed (CONTRACT §11).
+const DEADLINE_TIMER_SELECT = timerSelectList({
+  quote: false,
+  only: [
+    "tenantId",
+    "serviceCallId",
+    "dueAtMs",
+    "generation",
+    "data",
+    "correlationId",
+    "reachedAtMs",
+    "updatedAtMs",
+    "lastReason",
+    "delivery",
+    "attempt",
+    "deadlineAtMs",
+  ],
+});
+
+/** A row as SQLite returns it: `repeat` and `delivery` are JSON text (see recurrenceText). */
+type Row<T> = Omit<T, "repeat" | "delivery"> & { repeat: string | null; delivery: string | null };
+export type TimerRow = Row<Timer>;
+export type DueTimerRow = Row<Omit<DueTimer, "prefixCancelTs">>;
+export type DeadlineTimerRow = Omit<DeadlineTimer, "delivery"> & { delivery: string };
+
+export function timerOf(row: TimerRow | undefined): Timer | undefined {
+  if (row === undefined) return undefined;
+  return withTracking({ ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) }) as Timer;
+}
+
+const UPSERT_VALUES = TIMER_COLUMNS.map(() => "?").join(", ");
+const UPSERT_SET = TIMER_VALUE_COLUMNS.map((column) => `${column} = excluded.${column}`).join(", ");
+
+// Queries of Scheduled timers spell `state = 'Scheduled'` literally, so the planner matches the
+// partial index timer_schedules_due_idx once at prepare time instead of re-planning per binding.
+const TENANT_DUE_ORDER = "ORDER BY due_at, service_call_id LIMIT @limit";
+
+export type PrefixCancelKey = Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">;
+
+export interface SqliteTimerStatements {
+  readonly selectByKey: Database.Statement<[tenantId: string, serviceCallId: string], TimerRow>;
+  readonly upsert: Database.Statement<[unknown[]]>;
+  readonly insertNew: Database.Statement<[unknown[]]>;
+  readonly selectDueTenants: Database.Statement<[{ nowMs: number; limit: number }], { tenantId: string }>;
+  readonly selectTenantDue: Database.Statement<[{ tenantId: string; nowMs: number; limit: number }], DueTimerRow>;
+  readonly selectTenantDueAfter: Database.Statement<[TenantDuePosition & { tenantId: string; nowMs: number; limit: number }], DueTimerRow>;
+  readonly recordFiring: Database.Statement<unknown[]>;
+  readonly selectDeadlines: Database.Statement<[{ nowMs: number; limit: number }], DeadlineTimerRow>;
+  readonly recordDeadline: Database.Statement<[Record<string, unknown>]>;
+  readonly selectNextDeadlineAt: Database.Statement<[], { deadlineAtMs: number | null }>;
+  readonly selectNextDueAt: Database.Statement<[], { dueAtMs: number | null }>;
+  readonly countScheduled: Database.Statement<[], { count: number }>;
+  readonly countScheduledOfTenant: Database.Statement<[string], { count: number }>;
+  readonly selectPrefixCancels: Database.Statement<[], PrefixCancel & { progressKey: string | null }>;
+  readonly selectPrefixCancel: Database.Statement<[PrefixCancelKey], { commandTs: number; progressKey: string | null }>;
+  readonly upsertPrefixCancel: Database.Statement<[PrefixCancel & { nowMs: number }]>;
+  readonly updatePrefixProgress: Database.Statement<[PrefixCancelKey & { progressKey: string | null }]>;
+  /**
+   * Sets each tenant's entry in timer_due_tenants to its earliest Scheduled due time, or removes it;
+   * run inside a write transaction.
+   */
+  readonly raiseEarliest: (tenantIds: Iterable<string>) => void;
+  /** The keyset query of a sweep step: after the progress (or from the prefix), below the prefix's upper bound. */
+  sweepSelect(prefix: string, progressKey: string): Database.Statement<[Record<string, unknown>], TimerRow>;
+}
+
+export function prepareTimerStatements(db: Database.Database): SqliteTimerStatements {
+  const earliestDue = db.prepare<[string], { dueAtMs: number | null }>(
+    "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE tenant_id = ? AND state = 'Scheduled'",
+  );
+  const setEarliest = db.prepare("UPDATE timer_due_tenants SET earliest_due_at = ? WHERE tenant_id = ?");
+  const deleteDueTenant = db.prepare("DELETE FROM timer_due_tenants WHERE tenant_id = ?");
+  // One writer per file: nothing can schedule a timer between the read and the write.
+  const raiseEarliest = (tenantIds: Iterable<string>): void => {
+    for (const tenantId of tenantIds) {
+      const { dueAtMs } = earliestDue.get(tenantId) ?? { dueAtMs: null };
+      if (dueAtMs === null) deleteDueTenant.run(tenantId);
+      else setEarliest.run(dueAtMs, tenantId);
+    }
+  };
+  const sweepSelects = new Map<string, Database.Statement<[Record<string, unknown>], TimerRow>>();
+  return {
+    selectByKey: db.prepare<[tenantId: string, serviceCallId: string], TimerRow>(
+      `SELECT ${TIMER_SELECT} FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?`,
+    ),
+    insertNew: db.prepare<[unknown[]]>(
+      `INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${UPSERT_VALUES}) ON CONFLICT DO NOTHING`,
+    ),
+    upsert: db.prepare<[unknown[]]>(`
+      INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${UPSERT_VALUES})
+      ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET ${UPSERT_SET}`),
+    selectDueTenants: db.prepare<[{ nowMs: number; limit: number }], { tenantId: string }>(`
+      SELECT tenant_id AS tenantId FROM timer_due_tenants WHERE earliest_due_at <= @nowMs
+      ORDER BY earliest_due_at, tenant_id LIMIT @limit`),
+    selectTenantDue: db.prepare<[{ tenantId: string; nowMs: number; limit: number }], DueTimerRow>(`
+      SELECT ${DUE_TIMER_SELECT} FROM timer_schedules
+      WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at <= @nowMs ${TENANT_DUE_ORDER}`),
+    selectTenantDueAfter: db.prepare<[TenantDuePosition & { tenantId: string; nowMs: number; limit: number }], DueTimerRow>(`
+      SELECT ${DUE_TIMER_SELECT} FROM timer_schedules
+      WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at <= @nowMs
+        AND (due_at, service_call_id) > (@dueAtMs, @serviceCallId)
+      ${TENANT_DUE_ORDER}`),
+    // Positional, like the upsert: named binding costs more than the statement on this hot path.
+    recordFiring: db.prepare<unknown[]>(`
+      UPDATE timer_schedules SET state = ?, due_at = ?, occurrence = ?, reached_at = ?,
+        command_ts = max(command_ts, ?), updated_at = ?, attempt = coalesce(?, attempt),
+        fired_at = coalesce(?, fired_at), deadline_at = ?
+      WHERE tenant_id = ? AND service_call_id = ? AND state = 'Scheduled' AND due_at = ? AND generation = ?`),
+    // `state = 'Fired'` spelled literally: the partial index timer_schedules_fired_deadline_idx.
+    selectDeadlines: db.prepare<[{ nowMs: number; limit: number }], DeadlineTimerRow>(`
+      SELECT ${DEADLINE_TIMER_SELECT} FROM timer_schedules WHERE state = 'Fired' AND deadline_at <= @nowMs
+      ORDER BY deadline_at, tenant_id, service_call_id LIMIT @limit`),
+    recordDeadline: db.prepare<[Record<string, unknown>]>(`
+      UPDATE timer_schedules SET state = @state, attempt = @nextAttempt, reached_at = @reachedAtMs,
+        deadline_at = @nextDeadlineAtMs, last_reason = @lastReason, updated_at = @updatedAtMs
+      WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Fired'
+        AND attempt = @attempt AND deadline_at = @deadlineAtMs`),
+    selectNextDeadlineAt: db.prepare<[], { deadlineAtMs: number | null }>(
+      "SELECT min(deadline_at) AS deadlineAtMs FROM timer_schedules WHERE state = 'Fired'",
+    ),
+    selectPrefixCancels: db.prepare<[], PrefixCancel & { progressKey: string | null }>(`
+      SELECT tenant_id AS tenantId, service_call_id_prefix AS serviceCallIdPrefix, command_ts AS commandTs,
+        progress_key AS progressKey
+      FROM timer_prefix_cancels`),
+    selectPrefixCancel: db.prepare<[PrefixCancelKey], { commandTs: number; progressKey: string | null }>(`
+      SELECT command_ts AS commandTs, progress_key AS progressKey FROM timer_prefix_cancels
+      WHERE tenant_id = @tenantId AND service_call_id_prefix = @serviceCallIdPrefix`),
+    upsertPrefixCancel: db.prepare<[PrefixCancel & { nowMs: number }]>(`
+      INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key)
+      VALUES (@tenantId, @serviceCallIdPrefix, @commandTs, @nowMs, '')
+      ON CONFLICT (tenant_id, service_call_id_prefix) DO UPDATE SET
+        command_ts = excluded.command_ts, updated_at = excluded.updated_at, progress_key = ''`),
+    updatePrefixProgress: db.prepare<[PrefixCancelKey & { progressKey: string | null }]>(`
+      UPDATE timer_prefix_cancels SET progress_key = @progressKey
+      WHERE tenant_id = @tenantId AND service_call_id_prefix = @serviceCallIdPrefix`),
+    selectNextDueAt: db.prepare<[], { dueAtMs: number | null }>(
+      "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE state = 'Scheduled'",
+    ),
+    countScheduled: db.prepare<[], { count: number }>("SELECT count(*) AS count FROM timer_schedules WHERE state = 'Scheduled'"),
+    // Kept by triggers (drizzle/sqlite/0008_state_counts.sql).
+    countScheduledOfTenant: db.prepare<[string], { count: number }>(
+      "SELECT count FROM timer_state_counts WHERE tenant_id = ? AND state = 'Scheduled'",
+    ),
+
+    raiseEarliest,
+    sweepSelect(prefix, progressKey) {
+      const lower = progressKey === "" ? "service_call_id >= @from" : "service_call_id > @from";
+      const upper = prefixUpperBound(prefix) === null ? "" : "AND service_call_id < @upper";
+      const sql = `SELECT ${TIMER_SELECT} FROM timer_schedules WHERE tenant_id = @tenantId AND ${lower} ${upper}
+        ORDER BY service_call_id LIMIT @limit`;
+      let statement = sweepSelects.get(sql);
+      if (statement === undefined) {
+        statement = db.prepare(sql);
+        sweepSelects.set(sql, statement);
+      }
+      return statement;
+    },
+  };
+}
