@@ -1,5 +1,5 @@
 /**
- * The tests' one reader of the service's /metrics (Prometheus text format): every sample keyed as
+ * The one reader of the service's /metrics for tests and bench (Prometheus text format): every sample keyed as
  * `name{label="value",…}` with the labels sorted, so a series can be named in any label order.
  */
 
@@ -11,13 +11,23 @@ function key(name: string, labelText: string | undefined): string {
   return labels.length === 0 ? name : `${name}{${labels.join(",")}}`;
 }
 
-/** Every sample of a /metrics text. */
+/** A sample's value; the exposition spells infinities `+Inf` and `-Inf`. */
+function sampleValue(text: string): number {
+  if (text === "+Inf") return Infinity;
+  if (text === "-Inf") return -Infinity;
+  return Number(text);
+}
+
+/**
+ * Every sample of a /metrics text. Shared with `npm run bench` (scripts/bench/harness/prometheus.ts),
+ * so tests and bench read the exposition the same way.
+ */
 export function parseMetrics(text: string): Map<string, number> {
   const samples = new Map<string, number>();
   for (const line of text.split("\n")) {
     if (line === "" || line.startsWith("#")) continue;
     const match = SAMPLE.exec(line);
-    if (match !== null) samples.set(key(match[1]!, match[2]), Number(match[3]));
+    if (match !== null) samples.set(key(match[1]!, match[2]), sampleValue(match[3]!));
   }
   return samples;
 }
