@@ -118,7 +118,7 @@ function newTimer(command: ScheduleTimerCommand | CancelTimerCommand, state: Tim
 
 /**
  * The §11 members a schedule stores: only those that are set or were set before, so that a timer
- * without them looks as it did before v2 §11.
+ * without them keeps the shape it had without completion tracking.
  */
 function trackingMembers(
   current: Timer | undefined,

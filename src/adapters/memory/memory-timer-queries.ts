@@ -25,7 +25,7 @@ const textOr = (value: unknown): string | null => (typeof value === "string" ? v
 const repeatText = (value: unknown): string | null =>
   value === undefined || value === null ? null : typeof value === "string" ? value : recurrenceText(value as Recurrence);
 
-/** A memory timer as a record; v2 members are read when the timer carries them. */
+/** A memory timer as a record; the members of recurring and tracked timers are read when the timer carries them. */
 export function memoryRecord(timer: Timer): TimerRecord {
   const t = timer as Loose;
   return {

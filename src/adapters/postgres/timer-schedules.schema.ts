@@ -17,7 +17,7 @@ const codePointText = customType<{ data: string; driverData: string }>({
  * connection puts first on its `search_path`. Source of the migrations in drizzle/postgres
  * (`npm run db:generate`).
  */
-/** Every state of CONTRACT v2 §3: Reached, Missed, Cancelled, Completed, Failed, TimedOut are final. */
+/** Every state of CONTRACT §3: Reached, Missed, Cancelled, Completed, Failed, TimedOut are final. */
 export const TIMER_STATES = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
 
 export const timerSchedules = pgTable(

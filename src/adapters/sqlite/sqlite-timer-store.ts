@@ -57,8 +57,8 @@ export interface SqliteTimerStoreOptions {
   /** The folder of drizzle-kit's SQL migrations; defaults to `drizzle/sqlite` at the package root. */
   readonly migrationsFolder?: string;
   /**
-   * Checkpoint the WAL from a worker thread instead of inside the commits of this connection;
-   * measured ~10 % less CPU per command on the event-loop thread. Off by default (tests).
+   * Checkpoint the WAL from a worker thread instead of inside the commits of this connection, so
+   * the event-loop thread spends less CPU per command. Off by default (tests).
    */
   readonly backgroundCheckpoint?: { readonly intervalMs: number; readonly onError: (message: string) => void };
   /** What the store stamps its own records with (a prefix cancel's `updated_at`). Default: the system clock. */

@@ -1,8 +1,8 @@
 /**
  * Spaces the due-timer polls while timers fire at a sustained rate, so that one poll publishes and
- * records many of them in one commit instead of one commit per timer: at 1,000 occurrences/s a poll
- * per due time cost ~270 µs of CPU per occurrence (a commit, the due-index lookups and a flush per
- * poll), polls 10 ms apart ~110 µs. A quiet service keeps its precise wake-ups: the spacing applies
+ * records many of them in one commit instead of one commit per timer (a commit, the due-index
+ * lookups and a flush per poll cost more than the firing itself; docs/benchmarks.md has the
+ * figures). A quiet service keeps its precise wake-ups: the spacing applies
  * only above `sustainedPerSecond`, where it adds at most `minSpacingMs` of lag.
  */
 export class PollSpacing {

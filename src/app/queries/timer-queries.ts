@@ -1,12 +1,12 @@
 import type { TimerKey } from "../../domain/timer.js";
 
-/** Every state a stored timer can be in (CONTRACT v2 §3, §10, §11). */
+/** Every state a stored timer can be in (CONTRACT §3, §10, §11). */
 export const TIMER_STATES = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
 export type StoredTimerState = (typeof TIMER_STATES)[number];
 
 /**
- * A stored timer as queries show it: every column of the row, instants in epoch ms. The v2 members
- * (§10 recurring, §11 completion tracking) are null when the store has none for the timer.
+ * A stored timer as queries show it: every column of the row, instants in epoch ms. The members of
+ * recurring timers (§10) and completion tracking (§11) are null when the store has none for the timer.
  */
 export interface TimerRecord extends TimerKey {
   readonly state: StoredTimerState;

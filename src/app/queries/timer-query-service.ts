@@ -41,8 +41,8 @@ export interface TimerQueryServiceDeps {
 
 const HOUR_MS = 3_600_000;
 /**
- * Index entries the chart counts at most per part (overdue; the next 24 hours): a bounded walk,
- * measured at 100,000 entries in docs/design/messages.md, so a huge backlog cannot stall the service.
+ * Index entries the chart counts at most per part (overdue; the next 24 hours): a bounded walk
+ * (its cost is in docs/design/messages.md), so a huge backlog cannot stall the service.
  */
 export const DUE_HISTOGRAM_CAP = 100_000;
 
