@@ -22,7 +22,7 @@ const NOW = Date.parse("2026-11-26T12:00:00Z");
 
 async function drain(tenantCount: number, each: number): Promise<{ seconds: number; claimMs: number; recordMs: number }> {
   const dir = mkdtempSync(join(tmpdir(), "fair-claim-"));
-  const store: TimerStore = openSqliteTimerStore({ path: join(dir, "t.db") });
+  const store: TimerStore = openSqliteTimerStore({ path: join(dir, "t.db"), synchronous: "NORMAL" });
   const commands = Array.from({ length: tenantCount * each }, (_, i) => ({
     kind: "schedule" as const,
     tenantId: `t-${i % tenantCount}`,

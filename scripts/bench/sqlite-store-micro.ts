@@ -49,7 +49,7 @@ async function runCase(dir: string, c: Case, template: string | undefined): Prom
     const { copyFileSync } = await import("node:fs");
     copyFileSync(template, path);
   }
-  const store = openSqliteTimerStore({ path });
+  const store = openSqliteTimerStore({ path, synchronous: "NORMAL" });
   const random = prng(c.batch * 7 + (c.keys === "random" ? 1 : 2));
   const base = Date.now() + DAY;
   const commands: TimerCommand[] = Array.from({ length: COMMANDS }, (_, i) => {
@@ -100,7 +100,7 @@ async function fireCase(dir: string, pending: number, template: string | undefin
   openSqliteTimerStore({ path }).close();
   const now = Date.now();
   populateScheduled(path, { count: n, tenantId: "due", idPrefix: "d", dueAtMs: (i) => now - 60_000 + i, label: "fire" });
-  const store = openSqliteTimerStore({ path });
+  const store = openSqliteTimerStore({ path, synchronous: "NORMAL" });
   const w0 = wchar();
   const c0 = cpuUs();
   const t0 = performance.now();
