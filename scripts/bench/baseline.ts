@@ -1,5 +1,5 @@
 /**
- * A runnable build of an earlier version of the service, for same-run comparisons (issue 12: the
+ * A runnable build of an earlier version of the service, for same-run comparisons (the
  * backlog drain of the current service against v1 at commit f91ce85 and against v2 before the
  * tuning at commit f866702).
  *
@@ -17,7 +17,7 @@ import { REPO_ROOT, log } from "./harness.js";
 
 /** v1: the last commit before the v2 features (generation, recurring timers, delivery, queries, …). */
 export const V1_COMMIT = "f91ce85";
-/** v2 with every feature, before the ingest tuning of issue 12 began (the "before" of its before/after). */
+/** v2 with every feature, before the ingest tuning began (the "before" of its before/after). */
 export const BEFORE_TUNING_COMMIT = "f866702";
 
 export interface BaselineBuild {

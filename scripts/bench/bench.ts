@@ -52,7 +52,7 @@ type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: boolean }[] = [
   { name: "rawCeiling", run: rawCeiling, timeoutMs: 10 * 60_000 },
   { name: "catchUp", run: catchUp, timeoutMs: 5 * 60_000 },
-  // Includes issue 12's backlog drain against v1 (commit f91ce85, built once into bench-results/).
+  // Includes the backlog drain against v1 (commit f91ce85, built once into bench-results/).
   { name: "ingest", run: ingest, timeoutMs: 30 * 60_000 },
   { name: "burst", run: burst, timeoutMs: 15 * 60_000 },
   { name: "lowLoadLag", run: lowLoadLag, timeoutMs: 5 * 60_000 },
@@ -65,9 +65,9 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "queriesAt1M", run: queriesAt1M, timeoutMs: 20 * 60_000 },
   { name: "retentionSweep", run: retentionSweep, timeoutMs: 20 * 60_000 },
   { name: "recurringLoad", run: recurringLoad, timeoutMs: 15 * 60_000 },
-  // Issue 9: Postgres with 1, 2, 3 instances and SQLite, or the one deployment given with --store/--instances.
+  // Postgres with 1, 2, 3 instances and SQLite, or the one deployment given with --store/--instances.
   { name: "instances", run: instances, timeoutMs: 60 * 60_000 },
-  // Issue 15: CPU per timer with and without completion tracking (delivery).
+  // CPU per timer with and without completion tracking (delivery).
   { name: "deliveryOverhead", run: deliveryOverhead, timeoutMs: 20 * 60_000 },
 ];
 
@@ -138,7 +138,7 @@ function stamp(): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Targets (issue 3), checked against the figures
+// Targets, checked against the figures
 
 interface Target {
   name: string;
@@ -180,7 +180,7 @@ const TARGETS: Target[] = [
   { name: "100k burst, last event after due", path: "burst.seconds", op: "<=", target: 5, unit: "s", scalesWithCount: true },
   { name: "ingest, empty store", path: "ingest.empty.commandsPerSec", op: ">=", target: 30_000, unit: "/s" },
   { name: "ingest, 1M pending", path: "ingest.pending1M.commandsPerSec", op: ">=", target: 15_000, unit: "/s" },
-  // Issue 12: service CPU per command of the backlog drain, current / v1 (f91ce85), same run.
+  // Service CPU per command of the backlog drain, current / v1 (f91ce85), same run.
   { name: "backlog drain CPU/cmd, current / v1", path: "ingest.backlogVsV1.ratio", op: "<=", target: 0.5, unit: "x" },
   { name: "100k overdue drained (from process start)", path: "recovery.fromStartS", op: "<=", target: 5, unit: "s", scalesWithCount: true },
   { name: "1M pending: poll p99", path: "pollAt1M.pollP99Ms", op: "<=", target: 20, unit: "ms" },

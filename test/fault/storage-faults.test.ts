@@ -26,7 +26,7 @@ import {
 } from "../support/storage-faults.js";
 
 /**
- * Issue 5, item 4: storage faults against the real service process. Whatever the fault — SQLite's
+ * Storage faults against the real service process. Whatever the fault — SQLite's
  * write lock held by another connection, a full disk, a filesystem that turns read-only — the
  * service acks no command it did not store (CONTRACT §1: nak with delay, redelivered), is not ready
  * meanwhile (/readyz 503 with the "storage" check false), logs the failure, stays alive, and once
@@ -262,7 +262,7 @@ function report(name: string, figures: Record<string, unknown>): void {
   console.info(`storage fault "${name}": ${JSON.stringify(figures)}`);
 }
 
-// SQLite faults: a file that is locked, full or read-only. Postgres faults are a lost connection (issue 13).
+// SQLite faults: a file that is locked, full or read-only. Postgres faults are a lost connection.
 describe.skipIf(TEST_STORE !== "sqlite")("storage faults", () => {
   it(`when another connection holds SQLite's write lock longer than the busy timeout (${SERVICE_BUSY_TIMEOUT_MS} ms) while commands arrive, then nothing is acked or stored, SQLITE_BUSY is logged, /readyz says 503 and /healthz answers within ${PROBE_TIMEOUT_MS} ms; after the lock is released the commands are redelivered and stored, /readyz is 200 again by itself and every timer fires`, async () => {
     const HOLD_MS = 8_000;

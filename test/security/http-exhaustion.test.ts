@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 
-// A client that opens thousands of sockets and never finishes a request (issue 14: ~20,000 such
+// A client that opens thousands of sockets and never finishes a request (~20,000 such
 // sockets made /readyz stop answering; a slowloris request stayed open 73 s). The test process may
 // hold 20,000 descriptors (ulimit -n here), so it opens 19,000; the service runs with 4,096, a
 // common default, so that without a connection cap the sockets would exhaust its descriptors.

@@ -16,7 +16,7 @@ import {
 
 // A hostile tenant (acme) against deploy/nats/tenant-accounts.conf as shipped, with the real
 // service. Every attack runs while globex has commands waiting in TIMER_COMMANDS and the service is
-// stopped (as in issue 14, where one acme publish purged globex's waiting commands); afterwards
+// stopped (as once happened, where one acme publish purged globex's waiting commands); afterwards
 // the service starts and globex's timers must still fire.
 
 /** JetStream acks right after storing; the API would act on a misdirected ack within ms. */

@@ -1,5 +1,5 @@
 /**
- * deliveryOverhead (issue 15): the cost of completion tracking (CONTRACT §11) per timer. The same
+ * deliveryOverhead: the cost of completion tracking (CONTRACT §11) per timer. The same
  * n timers are ingested and fired twice on one service, once plain and once with `delivery`
  * (another tenant), then the tracked ones are confirmed with `TimerCompleted`; an unmeasured
  * warm-up round runs first. Figures: service CPU

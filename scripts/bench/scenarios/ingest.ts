@@ -7,7 +7,7 @@
  *    delivery until drained. Nothing competes with the service for the CPU but nats-server, so
  *    this is the service's own consume rate (compare with rawCeiling.consumePerSec).
  *  - pending1M: like empty, on a store pre-populated with 1,000,000 Scheduled rows.
- *  - backlogVsV1 (issue 12): the backlog drain of the current service, of v2 before the ingest
+ *  - backlogVsV1: the backlog drain of the current service, of v2 before the ingest
  *    tuning (commit f866702) and of v1 (commit f91ce85), both built by baseline.ts, in the same
  *    run, each on a fresh nats-server and an empty SQLite store, in the order current, before, v1,
  *    v1, before, current (drift on a shared machine shows as a difference between the two rounds
@@ -97,7 +97,7 @@ export async function ingest(ctx: BenchContext): Promise<Record<string, unknown>
   return result;
 }
 
-/** The builds compared: the working tree, v2 before the issue-12 tuning, and v1. */
+/** The builds compared: the working tree, v2 before the ingest tuning, and v1. */
 type Version = "current" | "before" | "v1";
 const BUILD_COMMITS: Record<Exclude<Version, "current">, string> = { before: BEFORE_TUNING_COMMIT, v1: V1_COMMIT };
 /** Mirrored: a linear drift of the machine cancels in each version's mean; a step shows between its rounds. */
@@ -106,7 +106,7 @@ const ROUND_ORDER: readonly Version[] = ["current", "before", "v1", "v1", "befor
 const SYNCHRONOUS_DEFAULT: Record<Version, string> = { current: "FULL", before: "FULL", v1: "NORMAL" };
 
 /**
- * Issue 12's target: backlog drain CPU per command of the current service ≤ 50 % of v1's, both
+ * The target: backlog drain CPU per command of the current service ≤ 50 % of v1's, both
  * measured in this run, with v2 as it was before the tuning (`before`) in the same rounds, so that
  * one run gives before / after / v1. Every round: a fresh nats-server and an empty SQLite store,
  * the service started once (streams, consumer, migrations) and stopped, N commands queued, the

@@ -1,5 +1,5 @@
 /**
- * instances: what an extra instance costs and how close Postgres comes to SQLite (issue 9). For
+ * instances: what an extra instance costs and how close Postgres comes to SQLite. For
  * each deployment — 1, 2 and 3 instances on one Postgres schema and one instance on SQLite, or only
  * the one given with `--store` / `--instances` — on its own nats-server and fresh store:
  *  - ingest: N ScheduleTimer commands (due weeks ahead) published with 2000 in flight; commands/s

@@ -4,7 +4,7 @@
  * scheduled 1 s ahead). Two windows of equal length: without queries, then with 200 queries/s over
  * NATS from this process (get, list of 100, stats in turn). Reports each endpoint's latency
  * (request to reply, p50/p99) and the trickle's fire lag (receive time − dueAt) in both windows.
- * Targets (issue 10): get p99 ≤ 2 ms, list(100) p99 ≤ 10 ms, stats p99 ≤ 50 ms, fire lag p99 ≤ 20 ms.
+ * Targets: get p99 ≤ 2 ms, list(100) p99 ≤ 10 ms, stats p99 ≤ 50 ms, fire lag p99 ≤ 20 ms.
  *
  * retentionSweep: 1M Reached rows last changed two hours ago. A trickle window with retention off
  * (TIMER_RETENTION_HOURS=0), then the same with TIMER_RETENTION_HOURS=1 while the sweep deletes

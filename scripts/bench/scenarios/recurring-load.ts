@@ -1,5 +1,5 @@
 /**
- * recurringLoad (issue 11): 100,000 recurring timers every 10 s — 10,000 occurrences per second,
+ * recurringLoad: 100,000 recurring timers every 10 s — 10,000 occurrences per second,
  * evenly spread — held for 60 s. Per occurrence: lag = receive time − dueAt (end to end, one clock)
  * and the service's own part reachedAt − dueAt; coalesced events (missedOccurrences) mean the
  * service fell behind by a whole interval. Then one CancelTimersByPrefix cancels them all, and the
