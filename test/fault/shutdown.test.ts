@@ -73,7 +73,7 @@ describe("shutdown", () => {
     expect(stored.size, "the signal must arrive mid-ingest").toBeLessThan(timers.length);
 
     // Commands delivered to the stopping service but not acked come back only after the consumer's
-    // ack_wait (10 s), hence the deadline (docs/reliability.md, gap 3).
+    // ack_wait (10 s), hence the deadline (docs/reliability.md, Known gaps).
     const restartedAtMs = Date.now();
     await service.restart();
     await reader.waitForTimers(
