@@ -22,7 +22,7 @@ beforeAll(async () => {
   nc = await connect({ servers: nats.url });
   jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name: "TIMER_COMMANDS", subjects: ["timer.commands.>"] });
-  nc.subscribe("timer.commands.>", { callback: (_error, msg) => commands.push(msg) });
+  nc.subscribe("timer.commands.>", { callback: (_error, msg) => void commands.push(msg) });
   await nc.flush();
 });
 
