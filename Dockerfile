@@ -15,8 +15,11 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+# The client is an npm workspace: `npm ci` links it, the build compiles it first (the CLI uses it).
+COPY clients/typescript/package.json clients/typescript/tsconfig.build.json ./clients/typescript/
+COPY clients/typescript/src ./clients/typescript/src
 COPY src ./src
-# `npm ci` also runs the `prepare` script (tsc -p tsconfig.build.json), so src must be here.
+# `npm ci` also runs the `prepare` script (the client, then tsc -p tsconfig.build.json), so src must be here.
 RUN npm ci \
  && npm prune --omit=dev \
  && npm cache clean --force
@@ -33,6 +36,9 @@ WORKDIR /app
 RUN mkdir -p /data && chown node:node /data
 COPY --from=builder --chown=root:root /app/node_modules ./node_modules
 COPY --from=builder --chown=root:root /app/dist ./dist
+# node_modules/@timer-service/client links here.
+COPY --from=builder --chown=root:root /app/clients/typescript/package.json ./clients/typescript/
+COPY --from=builder --chown=root:root /app/clients/typescript/dist ./clients/typescript/dist
 COPY --chown=root:root drizzle ./drizzle
 COPY --chown=root:root asyncapi.yaml ./
 COPY --chown=root:root schemas ./schemas

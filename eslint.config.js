@@ -54,6 +54,31 @@ export default tseslint.config(
     },
   },
   {
+    // The CLI publishes commands and runs queries only through @timer-service/client: one
+    // implementation of the message formats and subjects for every producer.
+    files: ["src/cli/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { regex: "^@nats-io/(jetstream|services)$", message: "the CLI sends commands and queries with @timer-service/client" },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The client is its own package: bundled schemas, nothing of the service's code, only @nats-io/* at run time.
+    files: ["clients/typescript/src/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^(?!\\./|@nats-io/)", message: "the client imports only its own files (./x.js) and @nats-io/*" }] },
+      ],
+    },
+  },
+  {
     // An adapter implements ports; it never reaches into another technology's adapter.
     files: ["src/adapters/**/*.ts"],
     rules: {

@@ -1,6 +1,6 @@
 /**
  * A consumer that confirms its work (CONTRACT §11): schedules a tracked timer, then handles its
- * DueTimeReached and reports back: TimerFailed for the first `--fail` attempts, TimerCompleted after.
+ * DueTimeReached and reports back: `fail` for the first `--fail` attempts, `complete` after.
  *
  *   npx tsx examples/confirming-consumer.ts [--tenant acme] [--fail 1]
  *
@@ -10,29 +10,35 @@
  */
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import { connect } from "@nats-io/transport-node";
-import { jetstream } from "@nats-io/jetstream";
-import { brokerUrls, SUBJECT_PREFIX } from "./producer.js";
-import { eventOf, openOrderedEventConsumer } from "./consumer.js";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connectTimers, EVENTS_STREAM } from "./settings.js";
 
 const { values } = parseArgs({ options: { tenant: { type: "string", default: "acme" }, fail: { type: "string", default: "1" } } });
-const tenantId = values.tenant;
 const failures = Number(values.fail);
-const nc = await connect({ servers: brokerUrls(), name: "timer-example-confirming-consumer" });
-const js = jetstream(nc);
-const encoder = new TextEncoder();
-
-/** Publishes a command envelope on `{prefix}.commands.{kind}.{tenantId}` and awaits the stream's ack. */
-async function send(kind: "schedule" | "complete" | "fail", type: string, payload: Record<string, unknown>): Promise<void> {
-  const envelope = { id: randomUUID(), type, tenantId, timestampMs: Date.now(), payload: { tenantId, ...payload } };
-  await js.publish(`${SUBJECT_PREFIX}.commands.${kind}.${tenantId}`, encoder.encode(JSON.stringify(envelope)));
-}
-
+const timers = await connectTimers(values.tenant, "timer-example-confirming-consumer");
 const serviceCallId = `invoice-${randomUUID()}`;
-const events = await (await openOrderedEventConsumer(js, new Date(), tenantId)).consume();
-await send("schedule", "ScheduleTimer", {
+const durable = `timer-example-${randomUUID()}`;
+
+let done!: () => void;
+const completed = new Promise<void>((resolve) => (done = resolve));
+// The client acks each event after the handler returns and drops a redelivered copy it already handled.
+const subscription = await timers.consume({ durable, kinds: ["due"] }, async (event) => {
+  if (event.type !== "DueTimeReached" || event.payload.serviceCallId !== serviceCallId) return;
+  const attempt = event.payload.attempt ?? 1;
+  console.log(`DueTimeReached ${event.id} (attempt ${attempt})`);
+  if (attempt <= failures) {
+    await timers.fail(serviceCallId, `downstream unavailable (attempt ${attempt})`);
+    console.log("  reported TimerFailed");
+    return;
+  }
+  await timers.complete(serviceCallId, "invoice sent");
+  console.log("  reported TimerCompleted");
+  done();
+});
+
+await timers.schedule({
   serviceCallId,
-  dueAt: new Date(Date.now() + 1_000).toISOString(),
+  dueAt: new Date(Date.now() + 1_000),
   data: { invoice: 4711 },
   delivery: { maxRetries: 3, backoffMs: 500, completionTimeoutMs: 30_000 },
   createdBy: "billing",
@@ -44,21 +50,8 @@ const deadline = setTimeout(() => {
   console.error("no event within 30 s (is the service running?)");
   process.exit(1);
 }, 30_000);
-for await (const message of events) {
-  const event = eventOf(message);
-  if (event.type !== "DueTimeReached" || event.payload.serviceCallId !== serviceCallId) continue;
-  const attempt = event.payload.attempt ?? 1;
-  console.log(`DueTimeReached ${event.id} (attempt ${attempt})`);
-  // Deduplicate by event id in real code: delivery is at-least-once.
-  if (attempt <= failures) {
-    await send("fail", "TimerFailed", { serviceCallId, reason: `downstream unavailable (attempt ${attempt})` });
-    console.log("  reported TimerFailed");
-    continue;
-  }
-  await send("complete", "TimerCompleted", { serviceCallId, result: "invoice sent" });
-  console.log("  reported TimerCompleted");
-  break;
-}
+await completed;
 clearTimeout(deadline);
-await events.close();
-await nc.close();
+await subscription.stop();
+await (await jetstreamManager(timers.connection)).consumers.delete(EVENTS_STREAM, durable);
+await timers.close();

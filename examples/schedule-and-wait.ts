@@ -1,70 +1,63 @@
 /**
- * `npm run example`: schedules a timer due in 2 s with the producer and waits for its event with the
- * consumer. Exits 0 when the DueTimeReached arrives; 1 when the command is rejected, the timer is
- * missed, or nothing arrives within 15 s.
+ * `npm run example`: schedules a timer due in 2 s and waits for its event, both with
+ * `@timer-service/client`. Exits 0 when the DueTimeReached arrives; 1 when the client refuses the
+ * command, the timer is missed, or nothing arrives within 15 s.
  *
  * Needs a NATS server with JetStream (TIMER_BROKER_URL, default nats://127.0.0.1:4222) and the
  * service running against it (`npm start`).
  */
 import { randomUUID } from "node:crypto";
-import { connect } from "@nats-io/transport-node";
-import { jetstream } from "@nats-io/jetstream";
-import { brokerUrls, scheduleTimer } from "./producer.js";
-import { describeEvent, eventOf, openOrderedEventConsumer } from "./consumer.js";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { TimerClient, TimerEvent } from "@timer-service/client";
+import { describeEvent, envelopeOf } from "./describe.js";
+import { connectTimers, EVENTS_STREAM, explain } from "./settings.js";
 
 const DUE_IN_MS = 2_000;
 const TIMEOUT_MS = 15_000;
 const tenantId = process.env.EXAMPLE_TENANT ?? "acme";
 const serviceCallId = `order-${randomUUID()}`; // a fired timer is final: a fresh key per run
-const commandId = randomUUID();
+const durable = `timer-example-${randomUUID()}`; // this run's own consumer, removed at the end
 
-const nc = await connect({ servers: brokerUrls(), name: "timer-example" });
-const js = jetstream(nc);
-
-async function waitForOutcome(): Promise<number> {
-  // Opened before the command is sent, from a start time just before it: no event can slip past.
-  // All tenants: a command whose tenant is invalid is rejected on `timer.events.rejected._unknown`.
-  const consumer = await openOrderedEventConsumer(js, new Date(Date.now() - 1_000));
-  const messages = await consumer.consume();
-  const timeout = setTimeout(() => {
-    console.error(`no event for ${serviceCallId} within ${TIMEOUT_MS / 1000} s: is the service running (npm start)?`);
-    void messages.close();
-  }, TIMEOUT_MS);
+/** Resolves with the first event of our timer, or undefined after TIMEOUT_MS. */
+async function scheduleAndWait(timers: TimerClient): Promise<TimerEvent | undefined> {
+  let arrived!: (event: TimerEvent | undefined) => void;
+  const outcome = new Promise<TimerEvent | undefined>((resolve) => (arrived = resolve));
+  // Created before the command is sent (new events only): the timer's event cannot slip past.
+  const subscription = await timers.consume({ durable, kinds: ["due", "missed"] }, (event) => {
+    if (event.payload.serviceCallId === serviceCallId) arrived(event);
+  });
+  const timeout = setTimeout(() => arrived(undefined), TIMEOUT_MS);
   try {
-    for await (const message of messages) {
-      const event = eventOf(message);
-      const ours = event.type === "CommandRejected" ? event.payload.commandId === commandId : event.payload.serviceCallId === serviceCallId;
-      if (!ours) continue;
-      console.log(describeEvent(event));
-      console.log(JSON.stringify(event));
-      return event.type === "DueTimeReached" ? 0 : 1;
-    }
-    return 1;
+    const sent = await timers.schedule({
+      serviceCallId,
+      dueAt: new Date(Date.now() + DUE_IN_MS),
+      data: { orderId: 4711 },
+      correlationId: "req-42",
+    });
+    console.log(`scheduled ${serviceCallId} for ${String(sent.command.payload.dueAt)} (stream ${sent.stream}, seq ${sent.seq})`);
+    return await outcome;
   } finally {
     clearTimeout(timeout);
-    await messages.close();
+    await subscription.stop();
+    await (await jetstreamManager(timers.connection)).consumers.delete(EVENTS_STREAM, durable).catch(() => undefined);
   }
 }
 
 let exitCode = 1;
+let timers: TimerClient | undefined;
 try {
-  const outcome = waitForOutcome().catch((error: unknown) => {
-    console.error(`reading events failed (is the service running? it creates the streams): ${String(error)}`);
-    return 1;
-  });
-  const { command, ack } = await scheduleTimer(js, {
-    commandId,
-    tenantId,
-    serviceCallId,
-    dueAt: new Date(Date.now() + DUE_IN_MS),
-    data: { orderId: 4711 },
-    correlationId: "req-42",
-  });
-  console.log(`scheduled ${serviceCallId} for ${command.payload.dueAt} (stream ${ack.stream}, seq ${ack.seq})`);
-  exitCode = await outcome;
+  timers = await connectTimers(tenantId, "timer-example");
+  const event = await scheduleAndWait(timers);
+  if (event === undefined) {
+    console.error(`no event for ${serviceCallId} within ${TIMEOUT_MS / 1000} s: is the service running (npm start)?`);
+  } else {
+    console.log(describeEvent(event));
+    console.log(JSON.stringify(envelopeOf(event)));
+    exitCode = event.type === "DueTimeReached" ? 0 : 1;
+  }
 } catch (error) {
-  console.error(error instanceof Error ? error.message : String(error));
+  console.error(explain(error));
 } finally {
-  await nc.close();
+  await timers?.close();
 }
 process.exit(exitCode);

@@ -9,7 +9,7 @@ Usage:
   timer-service schedule --tenant T --id ID (--at WHEN | --in DURATION)
                          [--data JSON] [--correlation-id C] [--max-lateness DURATION]
                          [--every DURATION | --cron 'MIN HOUR DOM MON DOW' [--tz ZONE]]
-                         [--until WHEN] [--max-occurrences N]
+                         [--until WHEN] [--max-occurrences N] [--traceparent TP]
       Publish a ScheduleTimer. WHEN is ISO 8601 with an offset (2026-12-01T09:00:00Z)
       or plain words ("tomorrow 9am", "next friday 17:00", local time zone); a WHEN in
       the past is sent after a warning (the timer fires at once).
@@ -18,12 +18,14 @@ Usage:
       --every (at least 1s) or --cron with an IANA --tz (default UTC) make it recurring:
       --at/--in is then optional (--every starts one interval from now, --cron at its
       next time). --max-lateness: publish DueTimeMissed instead when that late.
+      --traceparent: a W3C traceparent (00-<32 hex trace-id>-<16 hex span-id>-<2 hex flags>)
+      sent as the command's header; the timer's events continue that trace.
 
-  timer-service cancel --tenant T (--id ID | --id-prefix P) [--correlation-id C]
+  timer-service cancel --tenant T (--id ID | --id-prefix P) [--correlation-id C] [--traceparent TP]
       Publish a CancelTimer, or with --id-prefix a CancelTimersByPrefix: every timer
       of T whose id starts with P. (--prefix is the subject prefix, see below.)
 
-  timer-service retry --tenant T (--id ID | --state S [--id-prefix P])
+  timer-service retry --tenant T (--id ID | --state S [--id-prefix P]) [--traceparent TP]
       Publish a RetryTimer: a Failed, TimedOut or Missed timer fires again at once as a new
       generation (other states ignore it). With --state (Failed, TimedOut or Missed) one
       RetryTimer for every timer of T in that state (whose id starts with P).
@@ -46,6 +48,8 @@ Examples:
   timer-service schedule --tenant acme --id heartbeat --every 5m
   timer-service schedule --tenant acme --id standup --cron '0 9 * * MON-FRI' --tz Europe/Berlin
   timer-service schedule --tenant acme --id call-back --in 10m --max-lateness 30s
+  timer-service schedule --tenant acme --id traced --in 1m \
+                         --traceparent 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
   timer-service cancel --tenant acme --id-prefix order-4711:
   timer-service retry --tenant acme --id invoice-42
   timer-service retry --tenant acme --state Failed --id-prefix invoice-

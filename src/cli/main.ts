@@ -1,19 +1,15 @@
 #!/usr/bin/env node
-import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { ConfigError, checkCredentialFiles, loadBrokerUrls, loadNatsCredentials, loadSubjectPrefix } from "../config/config.js";
+import type { CommandOptions, Repeat, SendResult, TimerClient } from "@timer-service/client";
 import { formatInstant } from "../domain/due-time.js";
 import { isServiceCallId, isTenantId } from "../app/commands/command-text.js";
+import { connectCli, prefixOf, withTimerClient } from "./cli-connection.js";
 import { USAGE } from "./cli-usage.js";
 import { QUERY_OPTIONS, runQueryCommand } from "./query-commands.js";
 import { formatDuration, joinDurationWords, parseAt, parseDuration } from "./when.js";
 import { RETRYABLE_STATES, retryMatching } from "./retry-command.js";
-
-/** A wrong flag or value: printed with a hint, exit code 2. */
-class UsageError extends Error {
-  override readonly name = "UsageError";
-}
+import { traceparentFrom } from "./traceparent.js";
+import { UsageError } from "./usage-error.js";
 
 const OPTIONS = {
   tenant: { type: "string" },
@@ -30,6 +26,7 @@ const OPTIONS = {
   "max-lateness": { type: "string" },
   server: { type: "string" },
   prefix: { type: "string" },
+  traceparent: { type: "string" },
   help: { type: "boolean", short: "h" },
   ...QUERY_OPTIONS,
 } as const;
@@ -71,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
         prefix: prefixOf(flags),
         tenant: required(flags, "tenant"),
         id: () => required(flags, "id"),
-        withConnection: (use) => withConnection(flags, use),
+        withClient: (use) => withTimerClient(flags, required(flags, "tenant"), use),
         usageError: (message) => new UsageError(message),
         sinceMs: (text) => {
           const nowMs = Date.now();
@@ -94,50 +91,7 @@ function required(flags: Flags, name: "tenant" | "id"): string {
   return value;
 }
 
-/**
- * Flags win over the service's variables; both are checked by the service's own config rules. A
- * ConfigError becomes a usage error (exit 2), naming `--flag` when the value may come from one.
- */
-function fromConfig<T>(flag: string | undefined, load: () => T): T {
-  try {
-    return load();
-  } catch (error) {
-    if (error instanceof ConfigError) throw new UsageError(flag === undefined ? error.message : `--${flag}: ${error.message}`);
-    throw error;
-  }
-}
-
-function prefixOf(flags: Flags): string {
-  return fromConfig("prefix", () => loadSubjectPrefix(flags.prefix === undefined ? process.env : { TIMER_SUBJECT_PREFIX: flags.prefix }));
-}
-
-/** The NATS client loads only here, so `serve` validates its configuration before loading it (and the service's own copy). */
-async function connectCli(flags: Flags): Promise<NatsConnection> {
-  const servers = fromConfig("server", () => loadBrokerUrls(flags.server === undefined ? process.env : { TIMER_BROKER_URL: flags.server }));
-  const credentials = loadNatsCredentials(process.env);
-  fromConfig(undefined, () => checkCredentialFiles(credentials));
-  const [{ connect }, { natsConnectionOptions }] = await Promise.all([
-    import("@nats-io/transport-node"),
-    import("../adapters/nats/nats-connection.js"),
-  ]);
-  return connect({
-    ...natsConnectionOptions(servers, credentials),
-    name: "timer-service-cli",
-    waitOnFirstConnect: false,
-    maxReconnectAttempts: 10,
-  });
-}
-
-async function withConnection<T>(flags: Flags, use: (nc: NatsConnection) => Promise<T>): Promise<T> {
-  const nc = await connectCli(flags);
-  try {
-    return await use(nc);
-  } finally {
-    await nc.drain().catch(() => undefined);
-  }
-}
-
-function dueAtFrom(flags: Flags, nowMs: number, repeat: RepeatFlags | undefined): number {
+function dueAtFrom(flags: Flags, nowMs: number, repeat: Repeat | undefined): number {
   if (flags.at !== undefined && flags.in !== undefined) throw new UsageError("give exactly one of --at or --in");
   if (flags.at === undefined && flags.in === undefined) {
     if (repeat === undefined) throw new UsageError("give exactly one of --at or --in");
@@ -163,16 +117,8 @@ function dataFrom(flags: Flags): unknown {
   }
 }
 
-interface RepeatFlags {
-  readonly everyMs?: number;
-  readonly cron?: string;
-  readonly timezone?: string;
-  readonly until?: string;
-  readonly maxOccurrences?: number;
-}
-
 /** `repeat` of `--every` or `--cron` (+ `--tz`, `--until`, `--max-occurrences`); the service checks the rest. */
-function repeatFrom(flags: Flags, nowMs: number): RepeatFlags | undefined {
+function repeatFrom(flags: Flags, nowMs: number): Repeat | undefined {
   const bounds = flags.until !== undefined || flags["max-occurrences"] !== undefined;
   if (flags.every === undefined && flags.cron === undefined) {
     if (flags.tz !== undefined || bounds) throw new UsageError("--tz, --until and --max-occurrences need --every or --cron");
@@ -198,12 +144,8 @@ function repeatFrom(flags: Flags, nowMs: number): RepeatFlags | undefined {
     maxOccurrences = Number(flags["max-occurrences"]);
     if (!Number.isSafeInteger(maxOccurrences) || maxOccurrences < 1) throw new UsageError("--max-occurrences must be a whole number ≥ 1");
   }
-  return {
-    ...(everyMs === undefined ? {} : { everyMs }),
-    ...(flags.cron === undefined ? {} : { cron: flags.cron, timezone: flags.tz ?? "UTC" }),
-    ...(until === undefined ? {} : { until }),
-    ...(maxOccurrences === undefined ? {} : { maxOccurrences }),
-  };
+  const bound = { ...(until === undefined ? {} : { until }), ...(maxOccurrences === undefined ? {} : { maxOccurrences }) };
+  return everyMs !== undefined ? { everyMs, ...bound } : { cron: flags.cron!, timezone: flags.tz ?? "UTC", ...bound };
 }
 
 function maxLatenessFrom(flags: Flags): number | undefined {
@@ -213,35 +155,39 @@ function maxLatenessFrom(flags: Flags): number | undefined {
   return ms;
 }
 
-const COMMAND_TYPES = {
-  schedule: "ScheduleTimer",
-  cancel: "CancelTimer",
-  cancelprefix: "CancelTimersByPrefix",
-  retry: "RetryTimer",
-} as const;
-
-async function publishCommand(
-  flags: Flags,
-  kind: keyof typeof COMMAND_TYPES,
-  payload: Record<string, unknown>,
-  tenantId: string,
-): Promise<Record<string, unknown>> {
+/** What every command of one run carries besides its payload: `--correlation-id`, `--traceparent`. */
+function commandOptions(flags: Flags): CommandOptions {
   const correlationId = flags["correlation-id"];
-  const envelope = {
-    id: randomUUID(),
-    type: COMMAND_TYPES[kind],
-    tenantId,
+  const traceparent = traceparentFrom(flags.traceparent);
+  return {
     ...(correlationId === undefined ? {} : { correlationId }),
-    timestampMs: Date.now(),
-    payload,
+    ...(traceparent === undefined ? {} : { traceparent }),
   };
-  const subject = `${prefixOf(flags)}.commands.${kind}.${tenantId}`;
-  await withConnection(flags, async (nc) => {
-    const { jetstream } = await import("@nats-io/jetstream");
-    const ack = await jetstream(nc).publish(subject, JSON.stringify(envelope));
-    process.stderr.write(`published ${envelope.type} to ${subject} (stream ${ack.stream}, seq ${ack.seq})\n`);
-  });
-  return envelope;
+}
+
+/** A failure of `@timer-service/client` (matched by name: the client is loaded lazily). */
+function clientErrorCode(error: unknown): string | undefined {
+  return error instanceof Error && error.name === "TimerClientError" ? (error as Error & { code: string }).code : undefined;
+}
+
+/**
+ * Sends one command with the client and prints it: the envelope on stdout, where it went on
+ * stderr. Input the client refuses is a usage error; a missing stream means no service has run.
+ */
+async function publish(flags: Flags, tenantId: string, send: (timers: TimerClient) => Promise<SendResult>): Promise<number> {
+  let sent: SendResult;
+  try {
+    sent = await withTimerClient(flags, tenantId, send);
+  } catch (error) {
+    const code = clientErrorCode(error);
+    if (code === "INVALID_INPUT") throw new UsageError((error as Error).message);
+    if (code === "NO_RESPONDERS" || code === "TIMEOUT")
+      throw new Error(`${(error as Error).message} (is timer-service running? it creates the streams)`, { cause: error });
+    throw error;
+  }
+  process.stderr.write(`published ${sent.command.type} to ${sent.subject} (stream ${sent.stream}, seq ${sent.seq})\n`);
+  process.stdout.write(`${JSON.stringify(sent.command)}\n`);
+  return 0;
 }
 
 async function schedule(flags: Flags): Promise<number> {
@@ -253,63 +199,66 @@ async function schedule(flags: Flags): Promise<number> {
   const dueAtMs = dueAtFrom(flags, nowMs, repeat);
   const dueAt = formatInstant(dueAtMs);
   const data = dataFrom(flags);
+  const options = commandOptions(flags);
   if (flags.at !== undefined && dueAtMs < nowMs) {
     process.stderr.write(
       `timer-service: warning: --at ${dueAt} is ${formatDuration(nowMs - dueAtMs)} in the past; the timer fires as soon as the service reads the command\n`,
     );
   }
-  const payload = {
-    tenantId,
-    serviceCallId,
-    dueAt,
-    ...(data === undefined ? {} : { data }),
-    ...(repeat === undefined ? {} : { repeat }),
-    ...(maxLatenessMs === undefined ? {} : { maxLatenessMs }),
-  };
-  const envelope = await publishCommand(flags, "schedule", payload, tenantId);
-  process.stdout.write(`${JSON.stringify(envelope)}\n`);
-  return 0;
+  return publish(flags, tenantId, (timers) =>
+    timers.schedule({
+      serviceCallId,
+      dueAt,
+      ...(data === undefined ? {} : { data }),
+      ...(repeat === undefined ? {} : { repeat }),
+      ...(maxLatenessMs === undefined ? {} : { maxLatenessMs }),
+      ...options,
+    }),
+  );
 }
 
 async function cancel(flags: Flags): Promise<number> {
   const tenantId = required(flags, "tenant");
   const serviceCallIdPrefix = flags["id-prefix"];
+  const options = commandOptions(flags);
   if (serviceCallIdPrefix !== undefined) {
     if (flags.id !== undefined) throw new UsageError("give only one of --id or --id-prefix");
     if (!isServiceCallId(serviceCallIdPrefix)) throw new UsageError("--id-prefix must be 1..256 characters without control characters");
-    const envelope = await publishCommand(flags, "cancelprefix", { tenantId, serviceCallIdPrefix }, tenantId);
-    process.stdout.write(`${JSON.stringify(envelope)}\n`);
-    return 0;
+    return publish(flags, tenantId, (timers) => timers.cancelByPrefix(serviceCallIdPrefix, options));
   }
   const serviceCallId = required(flags, "id");
-  const envelope = await publishCommand(flags, "cancel", { tenantId, serviceCallId }, tenantId);
-  process.stdout.write(`${JSON.stringify(envelope)}\n`);
-  return 0;
+  return publish(flags, tenantId, (timers) => timers.cancel(serviceCallId, options));
 }
 
 /** `retry --id X` publishes one RetryTimer; `retry --state S [--id-prefix P]` one per matching timer (CONTRACT §14). */
 async function retry(flags: Flags): Promise<number> {
   const tenantId = required(flags, "tenant");
   const state = flags.state;
+  const options = commandOptions(flags);
   if (state === undefined) {
     if (flags["id-prefix"] !== undefined) throw new UsageError("--id-prefix needs --state");
-    const envelope = await publishCommand(flags, "retry", { tenantId, serviceCallId: required(flags, "id") }, tenantId);
-    process.stdout.write(`${JSON.stringify(envelope)}\n`);
-    return 0;
+    const serviceCallId = required(flags, "id");
+    return publish(flags, tenantId, (timers) => timers.retry(serviceCallId, options));
   }
   if (flags.id !== undefined) throw new UsageError("give --id or --state, not both");
-  if (!(RETRYABLE_STATES as readonly string[]).includes(state))
-    throw new UsageError(`--state must be one of ${RETRYABLE_STATES.join(", ")}`);
+  const retryable = RETRYABLE_STATES.find((s) => s === state);
+  if (retryable === undefined) throw new UsageError(`--state must be one of ${RETRYABLE_STATES.join(", ")}`);
   const serviceCallIdPrefix = flags["id-prefix"];
   if (serviceCallIdPrefix !== undefined && !isServiceCallId(serviceCallIdPrefix))
     throw new UsageError("--id-prefix must be 1..256 characters without control characters");
-  const count = await withConnection(flags, (nc) => retryMatching(nc, { prefix: prefixOf(flags), tenantId, state, serviceCallIdPrefix }));
+  const count = await withTimerClient(flags, tenantId, (timers) =>
+    retryMatching(timers, { state: retryable, serviceCallIdPrefix, options }),
+  );
   process.stdout.write(
     `${JSON.stringify({ tenantId, state, ...(serviceCallIdPrefix === undefined ? {} : { serviceCallIdPrefix }), retried: count })}\n`,
   );
   return 0;
 }
 
+/**
+ * A live tail rather than the client's `consume`: every event kind (CommandRejected too), of one
+ * tenant or all, nothing kept on the server and nothing acked.
+ */
 async function watch(flags: Flags): Promise<number> {
   const tenant = flags.tenant === undefined ? "*" : required(flags, "tenant");
   const prefix = prefixOf(flags);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, type Msg } from "@nats-io/transport-node";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 
@@ -122,32 +123,49 @@ describe("examples", () => {
     }
   });
 
-  it("when the service rejects the command, then `npm run example` prints the CommandRejected and exits 1", async () => {
-    // A tenant id the subject accepts but the service does not (too long): INVALID_ENVELOPE or INVALID_FIELD.
+  it("when the tenant is invalid, then the client refuses the command before sending and `npm run example` exits 1 saying why", async () => {
     const result = await run("npm", ["run", "example"], { ...env, EXAMPLE_TENANT: "t".repeat(65) });
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(1);
-    expect(
-      jsonLines(result.stdout).find((line) => line.type === "CommandRejected"),
-      result.stdout,
-    ).toBeDefined();
+    expect(result.stderr).toMatch(/tenantId: must match/);
+    expect(result.stdout).not.toMatch(/^scheduled /m);
   });
 
-  it("when the consumer runs and the producer schedules a timer, then the consumer prints its DueTimeReached", async () => {
+  it("when the consumer runs and the producer schedules a timer, then the consumer prints its DueTimeReached in the producer's trace", async () => {
+    const watcher = await connect({ servers: nats.url });
+    const commands: Msg[] = [];
+    const events: Msg[] = [];
+    watcher.subscribe("timer.commands.schedule.shop", { callback: (_e, m) => void commands.push(m) });
+    watcher.subscribe("timer.events.due.shop", { callback: (_e, m) => void events.push(m) });
+    await watcher.flush();
     const consumer = new Running(["examples/consumer.ts", "--tenant", "shop"], env);
     try {
       await consumer.until(() => consumer.stderr.includes("reading timer.events.*.shop"), "the consumer did not start");
       const produced = await run(TSX, ["examples/producer.ts", "--tenant", "shop", "--id", "invoice-9", "--in-seconds", "1"], env);
       expect(produced.code, produced.stderr).toBe(0);
-      expect(JSON.parse(produced.stdout)).toMatchObject({
-        type: "ScheduleTimer",
-        tenantId: "shop",
-        payload: { serviceCallId: "invoice-9" },
-      });
+      const command = JSON.parse(produced.stdout) as { id: string };
+      expect(command).toMatchObject({ type: "ScheduleTimer", tenantId: "shop", payload: { serviceCallId: "invoice-9" } });
+      const traceparent = /^traceparent (\S+)$/m.exec(produced.stderr)?.[1];
+      expect(traceparent, produced.stderr).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+      await watcher.flush();
+      expect(commands.find((m) => m.json<{ id: string }>().id === command.id)?.headers?.get("traceparent")).toBe(traceparent);
 
-      await consumer.until(() => consumer.stdout.includes('"DueTimeReached"'), "the consumer printed no DueTimeReached");
+      await consumer.until(() => /^ {2}(trace|no traceparent)/m.test(consumer.stdout), "the consumer printed no DueTimeReached");
       expect(consumer.stdout).toContain("DueTimeReached shop/invoice-9: due ");
       expect(jsonLines(consumer.stdout)[0]).toMatchObject({ type: "DueTimeReached", payload: { serviceCallId: "invoice-9" } });
+      // The consumer continues whatever trace the event carries: a child span of its traceparent.
+      const event = events.find((m) => m.json<{ payload: { serviceCallId: string } }>().payload.serviceCallId === "invoice-9");
+      const eventTraceparent = event?.headers?.get("traceparent") || undefined;
+      if (eventTraceparent === undefined) {
+        expect(consumer.stdout).toContain("no traceparent on the event");
+      } else {
+        const [, traceId, parentId] = eventTraceparent.split("-");
+        expect(traceId, "the event continues the producer's trace").toBe(traceparent!.split("-")[1]);
+        const child = new RegExp(`^ {2}trace ${traceId}: handled in span 00-${traceId}-([0-9a-f]{16})-01 \\(child of ${parentId}\\)$`, "m");
+        expect(consumer.stdout).toMatch(child);
+        expect(child.exec(consumer.stdout)![1]).not.toBe(parentId);
+      }
     } finally {
+      await watcher.close();
       expect(await consumer.stop()).toBe(0);
     }
   });
@@ -168,7 +186,10 @@ describe("examples", () => {
       devDependencies: Record<string, string>;
     };
     expect(examples.type).toBe("module");
-    for (const [name, range] of Object.entries(examples.dependencies)) expect(range, name).toBe(root.dependencies[name]);
+    const { "@timer-service/client": client, ...published } = examples.dependencies;
+    for (const [name, range] of Object.entries(published)) expect(range, name).toBe(root.dependencies[name]);
+    // The client is this repository's own package (see examples/README.md for a copy elsewhere).
+    expect(client).toBe("file:../clients/typescript");
     expect(examples.devDependencies.tsx).toBe(root.devDependencies.tsx);
   });
 });

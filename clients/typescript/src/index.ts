@@ -1,6 +1,7 @@
 export { connectTimerClient, TimerClient, type TimerClientOptions } from "./timer-client.js";
-export { TimerClientError, type TimerClientErrorCode } from "./timer-client-error.js";
+export { TimerClientError, type TimerClientErrorCode, type TimerClientErrorOptions } from "./timer-client-error.js";
 export type {
+  CommandEnvelope,
   CommandOptions,
   ConsumeOptions,
   Delivery,

@@ -22,15 +22,27 @@ import {
 export type TimerClientErrorCode =
   "INVALID_INPUT" | "TIMEOUT" | "NO_RESPONDERS" | "INVALID_REQUEST" | "SERVICE_ERROR" | "CLOSED" | "PERMISSION_DENIED" | "BROKER_ERROR";
 
+export interface TimerClientErrorOptions extends ErrorOptions {
+  /** The service's error code of a refused query (400, 500, 503). */
+  status?: number;
+  /** The problem alone, without what was being done: `/payload/dueAt: must match …`, or the service's message. */
+  detail?: string;
+}
+
 export class TimerClientError extends Error {
   override readonly name = "TimerClientError";
+  readonly status: number | undefined;
+  readonly detail: string | undefined;
 
   constructor(
     readonly code: TimerClientErrorCode,
     message: string,
-    options?: ErrorOptions,
+    options: TimerClientErrorOptions = {},
   ) {
-    super(message, options);
+    const { status, detail, ...errorOptions } = options;
+    super(message, errorOptions);
+    this.status = status;
+    this.detail = detail;
   }
 }
 

@@ -5,6 +5,7 @@ import { MESSAGE_SCHEMAS } from "./message-schemas.js";
 import { schemaProblem, type Schema } from "./schema-check.js";
 import { fromNatsError, TimerClientError } from "./timer-client-error.js";
 import type {
+  CommandEnvelope,
   CommandOptions,
   ConsumeOptions,
   EventSubscription,
@@ -221,7 +222,7 @@ export class TimerClient {
       payload: { tenantId, ...payload },
     });
     const problem = schemaProblem(bundledSchema(type), envelope);
-    if (problem !== undefined) throw new TimerClientError("INVALID_INPUT", `${type} ${problem}`);
+    if (problem !== undefined) throw new TimerClientError("INVALID_INPUT", `${type} ${problem}`, { detail: problem });
     const body = encoder.encode(JSON.stringify(envelope));
     if (body.byteLength > MAX_COMMAND_BYTES)
       throw new TimerClientError("INVALID_INPUT", `${type}: the message is over ${MAX_COMMAND_BYTES} bytes`);
@@ -229,13 +230,17 @@ export class TimerClient {
     if (options.traceparent !== undefined) h.set("traceparent", options.traceparent);
     if (options.tracestate !== undefined) h.set("tracestate", options.tracestate);
     const id = envelope.id as string;
+    const subject = `${subjectPrefix}.commands.${token}.${tenantId}`;
     try {
-      const ack = await this.js.publish(`${subjectPrefix}.commands.${token}.${tenantId}`, body, {
-        msgID: id,
-        headers: h,
-        timeout: this.options.timeoutMs,
-      });
-      return { commandId: id, duplicate: ack.duplicate };
+      const ack = await this.js.publish(subject, body, { msgID: id, headers: h, timeout: this.options.timeoutMs });
+      return {
+        commandId: id,
+        duplicate: ack.duplicate,
+        command: envelope as unknown as CommandEnvelope,
+        subject,
+        stream: ack.stream,
+        seq: ack.seq,
+      };
     } catch (error) {
       throw fromNatsError(error, `publishing ${type}`);
     }
@@ -244,7 +249,7 @@ export class TimerClient {
   private async query<T>(endpoint: string, schemaName: string, request: Record<string, unknown>): Promise<T> {
     this.assertOpen();
     const problem = schemaProblem(bundledSchema(schemaName), request);
-    if (problem !== undefined) throw new TimerClientError("INVALID_INPUT", `${endpoint} ${problem}`);
+    if (problem !== undefined) throw new TimerClientError("INVALID_INPUT", `${endpoint} ${problem}`, { detail: problem });
     const { tenantId, subjectPrefix, timeoutMs } = this.options;
     let reply;
     try {
@@ -264,7 +269,10 @@ export class TimerClient {
     if (status !== "") {
       const message =
         (body as { error?: { message?: string } } | undefined)?.error?.message ?? reply.headers?.get("Nats-Service-Error") ?? "error";
-      throw new TimerClientError(status === "400" ? "INVALID_REQUEST" : "SERVICE_ERROR", `query ${endpoint}: ${message} (${status})`);
+      throw new TimerClientError(status === "400" ? "INVALID_REQUEST" : "SERVICE_ERROR", `query ${endpoint}: ${message} (${status})`, {
+        status: Number(status),
+        detail: message,
+      });
     }
     if (typeof body !== "object" || body === null)
       throw new TimerClientError("SERVICE_ERROR", `query ${endpoint}: the reply is not a JSON object`);

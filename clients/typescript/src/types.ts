@@ -42,11 +42,27 @@ export interface ScheduleInput extends CommandOptions {
   createdVia?: string;
 }
 
+/** A command as it was published (CONTRACT §2): the envelope, `payload.tenantId` included. */
+export interface CommandEnvelope {
+  readonly id: string;
+  readonly type: string;
+  readonly tenantId: string;
+  readonly correlationId?: string;
+  readonly timestampMs: number;
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
 export interface SendResult {
   /** The envelope id of the command that was stored. */
   readonly commandId: string;
   /** True when the stream already held a command with this id (a re-send). */
   readonly duplicate: boolean;
+  /** The envelope that was sent. */
+  readonly command: CommandEnvelope;
+  /** Where it was published, and the stream and sequence number that stored it (the publish ack). */
+  readonly subject: string;
+  readonly stream: string;
+  readonly seq: number;
 }
 
 /** A timer as queries show it. */

@@ -73,7 +73,7 @@ describe("@timer-service/client against the service", () => {
     const timers = await client("due");
     const seen = collector();
     const sub = await timers.consume({ durable: "due-test", kinds: ["due"] }, (e) => seen.handle(e));
-    const { commandId, duplicate } = await timers.schedule({
+    const { commandId, duplicate, command, subject, stream, seq } = await timers.schedule({
       serviceCallId: "order-1",
       dueAt: new Date(Date.now() + 300),
       data: { orderId: 1 },
@@ -81,6 +81,13 @@ describe("@timer-service/client against the service", () => {
     });
     expect(commandId).toMatch(/^[0-9a-f-]{36}$/);
     expect(duplicate).toBe(false);
+    expect(command).toMatchObject({
+      id: commandId,
+      type: "ScheduleTimer",
+      correlationId: "req-1",
+      payload: { tenantId: timers.tenantId, serviceCallId: "order-1", data: { orderId: 1 } },
+    });
+    expect([subject, stream, seq > 0]).toEqual([`timer.commands.schedule.${timers.tenantId}`, "TIMER_COMMANDS", true]);
     const event = await seen.waitFor((e) => e.payload.serviceCallId === "order-1");
     expect(event.type).toBe("DueTimeReached");
     expect(event.correlationId).toBe("req-1");
@@ -311,7 +318,20 @@ describe("@timer-service/client against the service", () => {
       expect((error as TimerClientError).code).toBe("INVALID_INPUT");
     }
     await expect(connectTimerClient({ servers: nats.url, tenantId: "_unknown" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(timers.list({ state: "Sleeping" as never })).rejects.toMatchObject({
+      detail: expect.stringMatching(/^\/state: must be one of /),
+    });
     expect((await jsm.streams.info("TIMER_COMMANDS")).state.last_seq).toBe(before);
+  });
+
+  it("when the service refuses a query the schemas let through, then INVALID_REQUEST with its status and message", async () => {
+    const timers = await client("refused");
+    const error = await timers.list({ changedSince: "the other day" }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ name: "TimerClientError", code: "INVALID_REQUEST", status: 400 });
+    expect((error as TimerClientError).detail).toMatch(/changedSince/);
   });
 
   it("when nothing answers in time or nobody listens, then TIMEOUT and NO_RESPONDERS", async () => {
