@@ -1,14 +1,10 @@
 /** `--traceparent` (CONTRACT §13): sent as the command's header; an invalid value is refused before anything is sent. */
-import { execFile } from "node:child_process";
-import { resolve } from "node:path";
-import { promisify } from "node:util";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCliAgainst, type CliResult } from "./cli-support.js";
 import { NatsServerProcess } from "../support/nats-server.js";
 
-const CLI = resolve(import.meta.dirname, "../../dist/cli/main.js");
-const run = promisify(execFile);
 const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 let nats: NatsServerProcess;
@@ -31,17 +27,7 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args, "--server", nats.url], {
-      env: { ...process.env, TIMER_BROKER_URL: "" },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const cli = (...args: string[]): Promise<CliResult> => runCliAgainst(nats.url, ...args);
 
 describe("timer-service schedule --traceparent", () => {
   it("when --traceparent is given, then the published ScheduleTimer carries it as its traceparent header", async () => {

@@ -1,14 +1,9 @@
-import { execFile } from "node:child_process";
-import { resolve } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCliAgainst, type CliResult } from "./cli-support.js";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
 import { eventually } from "../integration/integration-support.js";
-
-const CLI = resolve(import.meta.dirname, "../../dist/cli/main.js");
-const run = promisify(execFile);
 
 let nats: NatsServerProcess;
 let service: TimerServiceProcess;
@@ -26,17 +21,7 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args, "--server", nats.url], {
-      env: { ...process.env, TIMER_BROKER_URL: "" },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const cli = (...args: string[]): Promise<CliResult> => runCliAgainst(nats.url, ...args);
 
 /** A one-shot timer 10 s overdue with no lateness allowed: it ends Missed. */
 let seq = 0;
