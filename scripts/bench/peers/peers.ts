@@ -15,7 +15,7 @@ import { round, type BenchContext } from "../harness.js";
 import { bullmqBurst, bullmqIngest, bullmqLowLoadLag, type PeerSettings } from "./bullmq-workloads.js";
 import { REDIS_CONFIG, redisServerVersion, type AppendFsync } from "./redis-server.js";
 
-const CONCURRENCY = 100;
+const CONCURRENCY = 500;
 const MODES: readonly AppendFsync[] = ["always", "everysec"];
 
 export async function peers(ctx: BenchContext): Promise<Record<string, unknown>> {
