@@ -75,7 +75,7 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   // CPU per timer with and without completion tracking (delivery).
   { name: "deliveryOverhead", run: deliveryOverhead, timeoutMs: 20 * 60_000 },
   // BullMQ on redis-server, last: its ratios divide the figures of ingest, burst and lowLoadLag above.
-  { name: "peers", run: peers, timeoutMs: 20 * 60_000, peersFlag: true },
+  { name: "peers", run: peers, timeoutMs: 45 * 60_000, peersFlag: true },
 ];
 
 interface Args extends BenchOptions {

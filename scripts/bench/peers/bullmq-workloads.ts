@@ -142,7 +142,7 @@ export async function bullmqBurst(
 
     await sleep(dueAtMs - Date.now() - 50);
     const cpu = new CpuMeter({ worker: worker.pid, redis: redis.pid });
-    await worker.waitFor(n, 300_000, "bullmq burst");
+    await worker.waitFor(n, 600_000, "bullmq burst");
     const cpuRead = cpu.read(n);
     const fired = await worker.collect();
     const distinct = new Set(fired.indexes).size;
