@@ -14,6 +14,10 @@
  *                                         (figures of a profiled run are not comparable)
  *   npm run bench -- --store postgres     the service on Postgres (TIMER_TEST_DATABASE_URL, default the
  *                                         machine's; a new schema per service, dropped afterwards)
+ *   npm run bench -- --peers              also BullMQ on redis-server (scripts/bench/peers/) on the
+ *                                         workloads of ingest, burst and lowLoadLag, with our figures
+ *                                         of the same run / BullMQ's as ratios; CI does not run it.
+ *                                         With --only: e.g. --only ingest,burst,lowLoadLag --peers
  *   npm run bench -- --only instances [--store postgres --instances 3]
  *                                         ingest, 100k burst and low-load lag for Postgres with 1, 2, 3
  *                                         instances and SQLite with one, or only the deployment given
@@ -46,10 +50,11 @@ import { instances } from "./scenarios/instances.js";
 import { deliveryOverhead } from "./scenarios/delivery-overhead.js";
 import { catchUp } from "./scenarios/catch-up.js";
 import { manyTenants, noisyNeighbour, queryFlood } from "./scenarios/fairness.js";
+import { peers } from "./peers/peers.js";
 
 type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 
-const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: boolean }[] = [
+const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: boolean; peersFlag?: boolean }[] = [
   { name: "rawCeiling", run: rawCeiling, timeoutMs: 10 * 60_000 },
   { name: "catchUp", run: catchUp, timeoutMs: 5 * 60_000 },
   // Includes the backlog drain against v1 (commit f91ce85, built once into bench-results/).
@@ -69,10 +74,13 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "instances", run: instances, timeoutMs: 60 * 60_000 },
   // CPU per timer with and without completion tracking (delivery).
   { name: "deliveryOverhead", run: deliveryOverhead, timeoutMs: 20 * 60_000 },
+  // BullMQ on redis-server, last: its ratios divide the figures of ingest, burst and lowLoadLag above.
+  { name: "peers", run: peers, timeoutMs: 45 * 60_000, peersFlag: true },
 ];
 
 interface Args extends BenchOptions {
   only: string[] | undefined;
+  peers: boolean;
 }
 
 function parseArgs(argv: readonly string[]): Args {
@@ -80,6 +88,7 @@ function parseArgs(argv: readonly string[]): Args {
   let size: "1m" | "10m" = "1m";
   let only: string[] | undefined;
   let profile = false;
+  let peersFlag = false;
   let store: StoreKind = "sqlite";
   let storeGiven = false;
   let instanceCount: number | undefined;
@@ -92,6 +101,7 @@ function parseArgs(argv: readonly string[]): Args {
     };
     if (arg === "--quick") quick = true;
     else if (arg === "--profile") profile = true;
+    else if (arg === "--peers") peersFlag = true;
     else if (arg.startsWith("--only"))
       only = value()
         .split(",")
@@ -115,6 +125,7 @@ function parseArgs(argv: readonly string[]): Args {
   }
   for (const name of only ?? []) if (!SCENARIOS.some((s) => s.name === name)) usage(`unknown scenario ${name}`);
   if (only?.includes("pollAt10M")) size = "10m";
+  if (only?.includes("peers")) peersFlag = true;
   if (instanceCount !== undefined && instanceCount > 1 && store !== "postgres")
     usage("--instances above 1 needs --store postgres (SQLite: one instance per consumer)");
   // Only the instances scenario runs several processes; the others run one on the chosen store.
@@ -122,13 +133,13 @@ function parseArgs(argv: readonly string[]): Args {
     usage("--instances above 1 applies to the instances scenario only: add --only instances");
   }
   const profileDir = profile ? resolve(REPO_ROOT, "bench-results", `profile-${stamp()}`) : undefined;
-  return { quick, size, only, profileDir, store, storeGiven, instances: instanceCount };
+  return { quick, size, only, profileDir, store, storeGiven, instances: instanceCount, peers: peersFlag };
 }
 
 function usage(error?: string): never {
   if (error !== undefined) process.stderr.write(`bench: ${error}\n`);
   process.stderr.write(
-    `usage: npm run bench -- [--quick] [--only ${SCENARIOS.map((s) => s.name).join(",")}] [--size 1m|10m] [--profile] [--store sqlite|postgres] [--instances N]\n`,
+    `usage: npm run bench -- [--quick] [--only ${SCENARIOS.map((s) => s.name).join(",")}] [--size 1m|10m] [--profile] [--store sqlite|postgres] [--instances N] [--peers]\n`,
   );
   process.exit(error === undefined ? 0 : 2);
 }
@@ -188,6 +199,10 @@ const TARGETS: Target[] = [
   { name: "10M pending: poll p99", path: "pollAt10M.pollP99Ms", op: "<=", target: 20, unit: "ms" },
   { name: "10M pending: RSS", path: "pollAt10M.rssMB", op: "<=", target: 300, unit: "MB" },
   { name: "100k recurring every 10 s: lag p99", path: "recurringLoad.p99Ms", op: "<=", target: 50, unit: "ms" },
+  // Ours / BullMQ's in the same run, against Redis with appendfsync always (fsync per write, like ours).
+  { name: "100k burst, ours / BullMQ's time", path: "peers.ratios.always.burstSeconds", op: "<=", target: 0.5, unit: "x" },
+  { name: "low-load lag p99, ours / BullMQ's (hz 100)", path: "peers.ratios.always.lagP99", op: "<=", target: 1, unit: "x" },
+  { name: "ingest, ours / BullMQ's add rate", path: "peers.ratios.always.ingestToAdd", op: ">=", target: 1, unit: "x" },
 ];
 
 function lookup(results: Record<string, unknown>, path: string): unknown {
@@ -249,7 +264,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const selected = SCENARIOS.filter((s) =>
-    args.only === undefined ? s.sizeFlag !== true || args.size === "10m" : args.only.includes(s.name),
+    s.peersFlag === true ? args.peers : args.only === undefined ? s.sizeFlag !== true || args.size === "10m" : args.only.includes(s.name),
   );
   const startedAt = new Date();
   const machine = { ...machineInfo(), loadAverageBefore: loadAverage() };
