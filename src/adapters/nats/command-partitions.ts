@@ -1,0 +1,66 @@
+import type { SubjectTransformConfig } from "@nats-io/jetstream";
+
+/**
+ * The commands stream split into partitions by tenant: a subject transform on the stream stores
+ * `{prefix}.commands.{kind}.{tenantId}` as `{prefix}.commands.{kind}.{tenantId}.{partition}`, the
+ * partition a hash of the tenant, and one durable consumer per partition reads it. All commands of a
+ * tenant are in one partition, in stream order; a flood in one partition does not queue the others.
+ *
+ * The base consumer (the one of CONTRACT §1's name) keeps everything else: commands stored before
+ * the stream was partitioned, and subjects outside the layout (rejected as before).
+ */
+
+/** Where one pull reads and how its subjects read as published. */
+export interface CommandSource {
+  readonly consumer: string;
+  /** Stored subjects carry the partition token last; it is dropped before decoding. */
+  readonly partitioned: boolean;
+}
+
+/** The transform that partitions commands by tenant (the fourth token, the second wildcard). */
+export function partitionTransform(prefix: string, partitions: number): SubjectTransformConfig {
+  return {
+    src: `${prefix}.commands.*.*`,
+    dest: `${prefix}.commands.{{wildcard(1)}}.{{wildcard(2)}}.{{partition(${partitions},2)}}`,
+  };
+}
+
+/** The partition count of a stream's transform, or undefined when it has none of this layout. */
+export function partitionsOf(prefix: string, transform: SubjectTransformConfig | undefined): number | undefined {
+  if (transform === undefined || transform.src !== `${prefix}.commands.*.*`) return undefined;
+  const match = /^(.*)\{\{partition\((\d+),2\)\}\}$/.exec(transform.dest);
+  if (match === null || match[1] !== `${prefix}.commands.{{wildcard(1)}}.{{wildcard(2)}}.`) return undefined;
+  const partitions = Number(match[2]);
+  return partitions >= 1 ? partitions : undefined;
+}
+
+export function partitionConsumerName(baseConsumer: string, partition: number): string {
+  return `${baseConsumer}-p${partition}`;
+}
+
+export function partitionFilter(prefix: string, partition: number): string {
+  return `${prefix}.commands.*.*.${partition}`;
+}
+
+/**
+ * The base consumer's filters beside partitions: every command subject no partition consumer takes
+ * (a work-queue stream allows no overlap), except five-token subjects, which have the partitioned
+ * shape and which the layout's publishers never use.
+ */
+export function basePartitionedFilters(prefix: string): string[] {
+  return [`${prefix}.commands.*`, `${prefix}.commands.*.*`, `${prefix}.commands.*.*.*.>`];
+}
+
+/** The sources to pull: the base consumer, then one per partition. */
+export function commandSources(baseConsumer: string, partitions: number): CommandSource[] {
+  const sources: CommandSource[] = [{ consumer: baseConsumer, partitioned: false }];
+  if (partitions <= 1) return sources;
+  for (let p = 0; p < partitions; p++) sources.push({ consumer: partitionConsumerName(baseConsumer, p), partitioned: true });
+  return sources;
+}
+
+/** The subject a partitioned message was published on: the stored one without its last token. */
+export function publishedSubject(storedSubject: string): string {
+  const cut = storedSubject.lastIndexOf(".");
+  return cut < 0 ? storedSubject : storedSubject.slice(0, cut);
+}
