@@ -106,6 +106,25 @@ describe("commands stream partitions", () => {
     );
   });
 
+  it("when a subject outside the layout arrives on a partitioned stream, then the base consumer takes it with its subject as published", async () => {
+    const topology = newTopology(4);
+    const state = await ensureTimerTopology(jsm, { ...topology, serverVersion: VERSION });
+    const processor = await startConsumer(topology, state.sources);
+    const odd = ["commands.schedule.five.0", "commands.schedule", "commands.schedule.a.b.c"];
+
+    for (const subject of odd) await jetstream(nc).publish(`${topology.subjectPrefix}.${subject}`, "odd");
+
+    await waitFor(
+      () => processor.received.length,
+      (n) => n === odd.length,
+      15_000,
+      "every odd subject received",
+    );
+    expect(processor.received.map((r) => r.subject)).toEqual(odd.map((s) => `${topology.subjectPrefix}.${s}`));
+    const base = await jsm.consumers.info(topology.commandsStream, topology.consumerName);
+    expect(base.delivered.stream_seq).toBe(odd.length);
+  });
+
   it("when a stream made without partitions holds commands, then it is partitioned, and the stored and the new commands are all consumed", async () => {
     const topology = newTopology(4);
     const old = await ensureTimerTopology(jsm, { ...topology, partitions: 1, serverVersion: VERSION });

@@ -11,7 +11,6 @@ import {
 import { nanos } from "@nats-io/transport-node";
 import { allCommandSubjects, allEventSubjects } from "../../app/subjects.js";
 import {
-  basePartitionedFilters,
   commandSources,
   partitionConsumerName,
   partitionFilter,
@@ -127,21 +126,13 @@ function isServiceMadeCommandsStream(stream: StreamInfo, prefix: string): boolea
 }
 
 /**
- * Partitions an existing commands stream. The base consumer is narrowed first, so it never sees a
- * partitioned subject (an instance of an older version pulling it would reject those); the
- * commands already stored keep their subjects and are drained through it. Their order against
- * later commands of the same timer is kept by the commands' timestamps (CONTRACT §3.2).
+ * Partitions an existing commands stream. The base consumer stays as it is: what the stream holds
+ * already keeps its subjects and drains through it, and an instance of an older version pulling it
+ * never sees a partitioned subject. The order of those commands against later ones of the same
+ * timer is kept by the commands' timestamps (CONTRACT §3.2).
  */
-async function partitionCommandsStream(jsm: JetStreamManager, topology: TimerTopology, partitions: number): Promise<StreamInfo> {
-  const { subjectPrefix, commandsStream, consumerName } = topology;
-  const base = await consumerInfo(jsm, commandsStream, consumerName);
-  if (base !== undefined) {
-    await jsm.consumers.update(commandsStream, consumerName, {
-      filter_subject: undefined,
-      filter_subjects: basePartitionedFilters(subjectPrefix),
-    });
-  }
-  return jsm.streams.update(commandsStream, { subject_transform: partitionTransform(subjectPrefix, partitions) });
+function partitionCommandsStream(jsm: JetStreamManager, topology: TimerTopology, partitions: number): Promise<StreamInfo> {
+  return jsm.streams.update(topology.commandsStream, { subject_transform: partitionTransform(topology.subjectPrefix, partitions) });
 }
 
 /** Creates the missing command consumers; returns whether any was missing. */
@@ -150,11 +141,7 @@ async function ensureConsumers(jsm: JetStreamManager, topology: TimerTopology, p
   const existing = new Set<string>();
   for await (const info of jsm.consumers.list(commandsStream)) existing.add(info.name);
   const wanted: Array<{ name: string; filter: Partial<ConsumerConfig> }> = [
-    {
-      name: consumerName,
-      filter:
-        partitions > 1 ? { filter_subjects: basePartitionedFilters(subjectPrefix) } : { filter_subject: allCommandSubjects(subjectPrefix) },
-    },
+    { name: consumerName, filter: { filter_subject: allCommandSubjects(subjectPrefix) } },
   ];
   if (partitions > 1) {
     for (let p = 0; p < partitions; p++) {
