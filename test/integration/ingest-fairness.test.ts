@@ -66,7 +66,9 @@ describe("ingest fairness across tenants", () => {
 
     // Measured right after B's event: with one consumer this is 0 (B's command came after all of A's).
     expect(queued.pending + queued.ackPending, "A's commands still queued when B's fired").toBeGreaterThan(FLOOD / 4);
-    // The contract's 2 s for B's command, plus firing's 1 s, with room for a loaded machine.
-    expect(due.receivedAtMs - publishedAtMs).toBeLessThan(10_000);
+    // The bound is two storage transactions of up to 5,000 commands (ADR-0010): under 2 s on an idle
+    // machine, several seconds on Postgres on a loaded 2-core one; what is timed here only has to stay
+    // far from the flood's whole drain.
+    expect(due.receivedAtMs - publishedAtMs).toBeLessThan(30_000);
   }, 180_000);
 });
