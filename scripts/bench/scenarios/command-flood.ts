@@ -20,6 +20,7 @@ import {
   COMMANDS_STREAM,
   CpuMeter,
   DueEventCollector,
+  natsPid,
   publishAll,
   round,
   scaled,
@@ -51,10 +52,10 @@ function partitionOf(tenantId: string): number {
 
 const QUIET = ["bench-b", "bench-b1", "bench-b2", "bench-b3"].find((t) => partitionOf(t) !== partitionOf(FLOODING))!;
 
-async function floodRun(ctx: BenchContext, label: string, n: number, entry: string | undefined) {
+async function floodRun(ctx: BenchContext, label: string, n: number, entry: string | undefined, env: Record<string, string> = {}) {
   const nats = await startNats(ctx);
   // A first start makes the streams (partitioned when this build partitions), then A's commands queue.
-  await stopService(await startService(ctx, nats.url, `${label}-setup`, {}, entry));
+  await stopService(await startService(ctx, nats.url, `${label}-setup`, env, entry));
   const client = await BenchClient.connect(ctx, nats.url);
   const farMs = Date.now() + 86_400_000;
   const flood = Array.from({ length: n }, (_, i) => scheduleMessage(FLOODING, `a-${i}`, farMs));
@@ -62,8 +63,9 @@ async function floodRun(ctx: BenchContext, label: string, n: number, entry: stri
   const events = new DueEventCollector(ctx, client.nc, `timer.events.due.${QUIET}`, true);
   await client.nc.flush();
 
-  const service = await startService(ctx, nats.url, label, {}, entry);
+  const service = await startService(ctx, nats.url, label, env, entry);
   const startedMs = performance.now();
+  const cpu = new CpuMeter({ service: service.pid, nats: natsPid(nats) });
   const queuedAtStart = await client.consumerBacklog(COMMANDS_STREAM, COMMANDS_CONSUMER);
   const sentAt = new Map<string, number>();
   const quietCount = 20;
@@ -75,6 +77,7 @@ async function floodRun(ctx: BenchContext, label: string, n: number, entry: stri
     await sleep(100);
   }
   const drained = await waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 900_000, what: `${label} drained` });
+  const { serviceBusy, natsBusy, serviceUsPerItem } = cpu.read(n);
   await events.waitFor(quietCount, 300_000, `${label} B's events`);
   await stopService(service);
   const latency = events.bodies.map((e) => e.receivedAtMs - sentAt.get(e.body.payload.serviceCallId as string)!);
@@ -82,6 +85,9 @@ async function floodRun(ctx: BenchContext, label: string, n: number, entry: stri
     queuedAtStart: queuedAtStart.pending + queuedAtStart.ackPending,
     quietLatencyMs: summary(latency),
     floodDrainSeconds: round((drained.perfMs - startedMs) / 1000, 2),
+    serviceBusy,
+    natsBusy,
+    serviceUsPerCommand: serviceUsPerItem,
   };
 }
 
@@ -89,17 +95,25 @@ export async function commandFlood(ctx: BenchContext): Promise<Record<string, un
   const n = scaled(ctx, 200_000);
   const baseline = ensureBaselineBuild(FLOOD_BEFORE_COMMIT);
   const before = await floodRun(ctx, "commandFlood-before", n, baseline.entry);
+  // This build with one partition: the design alone, apart from everything else since the commit above.
+  const onePartition = await floodRun(ctx, "commandFlood-onePartition", n, undefined, { TIMER_COMMAND_PARTITIONS: "1" });
   const after = await floodRun(ctx, "commandFlood", n, undefined);
-  ctx.log(
-    `B's command → event p50/max: before (${FLOOD_BEFORE_COMMIT}) ${before.quietLatencyMs?.p50}/${before.quietLatencyMs?.max} ms, ` +
-      `now ${after.quietLatencyMs?.p50}/${after.quietLatencyMs?.max} ms; A's ${n} drained in ${before.floodDrainSeconds} s / ${after.floodDrainSeconds} s`,
-  );
-  return { flood: n, quietTenant: QUIET, before: { commit: FLOOD_BEFORE_COMMIT, ...before }, after };
+  for (const [name, run] of [
+    [FLOOD_BEFORE_COMMIT, before],
+    ["one partition", onePartition],
+    ["now", after],
+  ] as const) {
+    ctx.log(
+      `${name}: B's command → event p50/max ${run.quietLatencyMs?.p50}/${run.quietLatencyMs?.max} ms; A's ${n} drained in ` +
+        `${run.floodDrainSeconds} s (service ${run.serviceBusy} cores, nats-server ${run.natsBusy} cores)`,
+    );
+  }
+  return { flood: n, quietTenant: QUIET, before: { commit: FLOOD_BEFORE_COMMIT, ...before }, onePartition, after };
 }
 
-async function cpuRun(ctx: BenchContext, label: string, n: number, entry: string | undefined) {
+async function cpuRun(ctx: BenchContext, label: string, n: number, entry: string | undefined, env: Record<string, string> = {}) {
   const nats = await startNats(ctx);
-  const service = await startService(ctx, nats.url, label, {}, entry);
+  const service = await startService(ctx, nats.url, label, env, entry);
   const client = await BenchClient.connect(ctx, nats.url);
   const events = new DueEventCollector(ctx, client.nc, "timer.events.due.>");
   await client.nc.flush();
@@ -129,18 +143,22 @@ export async function cpuPerItem(ctx: BenchContext): Promise<Record<string, unkn
   const n = scaled(ctx, 50_000);
   const baseline = ensureBaselineBuild(CPU_BEFORE_COMMIT);
   const before = await cpuRun(ctx, "cpuPerItem-before", n, baseline.entry);
+  const onePartition = await cpuRun(ctx, "cpuPerItem-onePartition", n, undefined, { TIMER_COMMAND_PARTITIONS: "1" });
   const after = await cpuRun(ctx, "cpuPerItem", n, undefined);
   const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : round(a / b, 2));
   const result = {
     items: n,
     before: { commit: CPU_BEFORE_COMMIT, ...before },
+    onePartition,
     after,
     commandRatio: ratio(after.usPerCommand, before.usPerCommand),
+    commandRatioToOnePartition: ratio(after.usPerCommand, onePartition.usPerCommand),
     eventRatio: ratio(after.usPerEvent, before.usPerEvent),
   };
   ctx.log(
     `service CPU per command ${before.usPerCommand} → ${after.usPerCommand} µs (${result.commandRatio}×), ` +
-      `per event ${before.usPerEvent} → ${after.usPerEvent} µs (${result.eventRatio}×)`,
+      `per event ${before.usPerEvent} → ${after.usPerEvent} µs (${result.eventRatio}×); ` +
+      `with one partition ${onePartition.usPerCommand} µs per command, ${onePartition.usPerEvent} µs per event`,
   );
   return result;
 }
