@@ -8,7 +8,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFaultHarness, type FaultHarness } from "../fault/fault-support.js";
-import { commandConsumersState } from "../support/command-consumers.js";
+import { brokerPartitionOf, commandConsumersState } from "../support/command-consumers.js";
 import { waitFor } from "../support/wait-for.js";
 
 const FLOOD = 60_000;
@@ -25,11 +25,8 @@ const envelope = (tenantId: string, serviceCallId: string, dueAtMs: number) =>
     payload: { tenantId, serviceCallId, dueAt: new Date(dueAtMs).toISOString() },
   });
 
-/** The broker's partition of a tenant: FNV-1a (32 bit) of the token, modulo the partitions. */
 function partitionOf(tenantId: string): number {
-  let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(tenantId)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
-  return hash % PARTITIONS;
+  return brokerPartitionOf(tenantId, PARTITIONS);
 }
 
 describe("ingest fairness across tenants", () => {

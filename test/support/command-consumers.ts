@@ -27,3 +27,10 @@ export async function commandConsumersState(
   }
   return state;
 }
+
+/** The broker's partition of a tenant (`{{partition(n,…)}}`): FNV-1a (32 bit) of the token, modulo n. */
+export function brokerPartitionOf(tenantId: string, partitions: number): number {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(tenantId)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash % partitions;
+}

@@ -13,6 +13,7 @@
  *
  *   npm run bench -- --only commandFlood,cpuPerItem
  */
+import { brokerPartitionOf } from "../../../test/support/command-consumers.js";
 import { ensureBaselineBuild } from "../baseline.js";
 import {
   BenchClient,
@@ -43,11 +44,8 @@ const FLOODING = "bench-a";
 /** TIMER_COMMAND_PARTITIONS's default: B is picked outside A's partition. */
 const PARTITIONS = 8;
 
-/** The broker's partition of a tenant: FNV-1a (32 bit) of the token, modulo the partitions. */
 function partitionOf(tenantId: string): number {
-  let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(tenantId)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
-  return hash % PARTITIONS;
+  return brokerPartitionOf(tenantId, PARTITIONS);
 }
 
 const QUIET = ["bench-b", "bench-b1", "bench-b2", "bench-b3"].find((t) => partitionOf(t) !== partitionOf(FLOODING))!;
