@@ -51,6 +51,7 @@ import { deliveryOverhead } from "./scenarios/delivery-overhead.js";
 import { catchUp } from "./scenarios/catch-up.js";
 import { manyTenants, noisyNeighbour, queryFlood } from "./scenarios/fairness.js";
 import { peers } from "./peers/peers.js";
+import { commandFlood, cpuPerItem } from "./scenarios/command-flood.js";
 
 type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 
@@ -64,6 +65,9 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "noisyNeighbour", run: noisyNeighbour, timeoutMs: 20 * 60_000 },
   { name: "manyTenants", run: manyTenants, timeoutMs: 20 * 60_000 },
   { name: "queryFlood", run: queryFlood, timeoutMs: 20 * 60_000 },
+  // Against main before ingest fairness (commit 0fd4785) and before fair firing (ccc0d74), built once into bench-results/.
+  { name: "commandFlood", run: commandFlood, timeoutMs: 30 * 60_000 },
+  { name: "cpuPerItem", run: cpuPerItem, timeoutMs: 20 * 60_000 },
   { name: "recovery", run: recovery, timeoutMs: 10 * 60_000 },
   { name: "pollAt1M", run: pollAtSize(1_000_000, "pollAt1M"), timeoutMs: 15 * 60_000 },
   { name: "pollAt10M", run: pollAtSize(10_000_000, "pollAt10M"), timeoutMs: 60 * 60_000, sizeFlag: true },
@@ -180,6 +184,9 @@ const TARGETS: Target[] = [
     target: 100,
     unit: "ms",
   },
+  { name: "command flood: B's command to event, max", path: "commandFlood.after.quietLatencyMs.max", op: "<=", target: 2000, unit: "ms" },
+  { name: "CPU per command vs before fair firing", path: "cpuPerItem.commandRatio", op: "<=", target: 1.1, unit: "×" },
+  { name: "CPU per event vs before fair firing", path: "cpuPerItem.eventRatio", op: "<=", target: 1.1, unit: "×" },
   { name: "catch-up, per-minute cron from year 0: max", path: "catchUp.cronEveryMinuteFromYear0.maxMs", op: "<=", target: 100, unit: "ms" },
   {
     name: "catch-up, monthly cron after 100 years: max",

@@ -98,7 +98,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     broker = await NatsBroker.connect({
       servers: config.brokerUrls,
       credentials: config.natsCredentials,
-      topology: { ...config, replicas: config.storage.streamReplicas },
+      topology: { ...config, replicas: config.storage.streamReplicas, partitions: config.commandPartitions },
       logger,
       onReconnect: () => loop?.wake(),
       onTopologyRecreated: () => void consumer?.restart(),
@@ -167,6 +167,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   const commandConsumer = new NatsCommandConsumer(connectedBroker.js, processor, {
     stream: config.commandsStream,
     consumer: config.consumerName,
+    sources: () => connectedBroker.commandSources,
     logger,
     onMissingConsumer: () => connectedBroker.topologyLost(),
   });

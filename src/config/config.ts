@@ -45,6 +45,8 @@ export interface TimerServiceConfig {
   readonly commandsStream: string;
   readonly eventsStream: string;
   readonly consumerName: string;
+  /** TIMER_COMMAND_PARTITIONS: partitions of the commands stream by tenant, one consumer each (1 = none). */
+  readonly commandPartitions: number;
   /** Started by `npm start` (npm sets npm_lifecycle_event): end with npm if npm is killed. */
   readonly launchedByNpmStart: boolean;
   /** TIMER_ADMIN_TOKEN: bearer token of `/v1` and the admin page (CONTRACT §9); unset turns both off. Never logged. */
@@ -175,6 +177,7 @@ export function loadConfig(env: Env): TimerServiceConfig {
     commandsStream: nameToken(env, "TIMER_COMMANDS_STREAM", "TIMER_COMMANDS"),
     eventsStream: nameToken(env, "TIMER_EVENTS_STREAM", "TIMER_EVENTS"),
     consumerName: nameToken(env, "TIMER_CONSUMER", "timer-service"),
+    commandPartitions: integer(env, "TIMER_COMMAND_PARTITIONS", 8, 1, 64),
     launchedByNpmStart: env.npm_lifecycle_event === "start",
     adminToken: loadAdminToken(env),
     adminReadToken: loadAdminReadToken(env),

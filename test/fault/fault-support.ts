@@ -5,6 +5,7 @@ import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerClient } from "../support/timer-client.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { EventStreamReader, type StreamedDueEvent } from "../support/event-stream-reader.js";
+import { commandConsumersState } from "../support/command-consumers.js";
 
 /** Shared by the fault tests: what they schedule, how they wait, what "early" means. */
 
@@ -81,11 +82,11 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
   }
 }
 
-/** The durable command consumer's backlog: not yet delivered and delivered but not acked. */
+/** The durable command consumers' backlog: not yet delivered and delivered but not acked. */
 export async function commandBacklog(client: TimerClient): Promise<{ pending: number; ackPending: number }> {
   const jsm = await jetstreamManager(client.connection);
-  const info = await jsm.consumers.info("TIMER_COMMANDS", "timer-service");
-  return { pending: info.num_pending, ackPending: info.num_ack_pending };
+  const { pending, ackPending } = await commandConsumersState(jsm);
+  return { pending, ackPending };
 }
 
 /**

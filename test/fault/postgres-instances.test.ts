@@ -8,6 +8,7 @@ import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
 import { TEST_DATABASE_URL, TEST_STORE, dropSchema, uniqueSchema } from "../support/test-postgres.js";
 import { TENANT, earlyEvents, mismatchedEvents, type PlannedTimer } from "./fault-support.js";
+import { commandConsumersState } from "../support/command-consumers.js";
 
 const SPREAD = 50_000;
 const BURST = 20_000;
@@ -106,8 +107,8 @@ describe.skipIf(TEST_STORE === "postgres")("three instances on one Postgres", ()
     const ingestKillAt = await killDuringIngest;
     const ingestedMs = Date.now() - startMs;
     await untilTrue(() => Date.now() >= burstAtMs - 1_000, 120_000, "the burst is nearly due");
-    const consumer = await (await jetstreamManager(connection)).consumers.info("TIMER_COMMANDS", "timer-service");
-    const backlog = { pending: consumer.num_pending, ackPending: consumer.num_ack_pending };
+    const consumers = await commandConsumersState(await jetstreamManager(connection));
+    const backlog = { pending: consumers.pending, ackPending: consumers.ackPending };
 
     // Instance 1 is killed mid-burst: some of the burst has fired, not all.
     const burstFired = (): number => burst.filter((t) => reader.hasFired(TENANT, t.serviceCallId)).length;

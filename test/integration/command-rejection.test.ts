@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient, type ReceivedEvent } from "../support/timer-client.js";
+import { commandConsumersState } from "../support/command-consumers.js";
 import {
   barrier,
   cancelEnvelope,
@@ -172,8 +173,8 @@ describe("command rejection", () => {
     // Settled for good (term), never redelivered.
     const jsm = await manager(client);
     await eventually(async () => {
-      const info = await jsm.consumers.info("TIMER_COMMANDS", "timer-service");
-      expect({ pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered }).toEqual({
+      const { pending, ackPending, redelivered } = await commandConsumersState(jsm);
+      expect({ pending, ackPending, redelivered }).toEqual({
         pending: 0,
         ackPending: 0,
         redelivered: 0,

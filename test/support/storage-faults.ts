@@ -6,6 +6,7 @@ import Database from "better-sqlite3";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { TimerServiceProcess } from "./timer-service-process.js";
+import { commandConsumersState } from "./command-consumers.js";
 
 /**
  * Storage faults for the real service process: a lock held by another SQLite connection, a full
@@ -355,13 +356,16 @@ export class CommandQueue {
   }
 
   async state(): Promise<CommandQueueState> {
-    const [stream, consumer] = await Promise.all([this.jsm.streams.info(this.stream), this.jsm.consumers.info(this.stream, this.consumer)]);
+    const [stream, consumers] = await Promise.all([
+      this.jsm.streams.info(this.stream),
+      commandConsumersState(this.jsm, this.stream, this.consumer),
+    ]);
     return {
       inStream: stream.state.messages,
-      ackPending: consumer.num_ack_pending,
-      redelivered: consumer.num_redelivered,
-      pending: consumer.num_pending,
-      deliveries: consumer.delivered.consumer_seq,
+      ackPending: consumers.ackPending,
+      redelivered: consumers.redelivered,
+      pending: consumers.pending,
+      deliveries: consumers.deliveries,
       lastStreamSeq: stream.state.last_seq,
     };
   }

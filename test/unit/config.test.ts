@@ -35,6 +35,7 @@ describe("loadConfig: defaults (CONTRACT §4)", () => {
       commandsStream: "TIMER_COMMANDS",
       eventsStream: "TIMER_EVENTS",
       consumerName: "timer-service",
+      commandPartitions: 8,
     });
   });
 
@@ -58,6 +59,7 @@ describe("loadConfig: integer bounds", () => {
     { variable: "TIMER_MAX_HORIZON_DAYS", key: "maxHorizonDays", min: 1, max: 36_500 },
     { variable: "TIMER_MAX_CLOCK_SKEW_MS", key: "maxClockSkewMs", min: 1000, max: 31_536_000_000 },
     { variable: "TIMER_TENANT_MAX_PENDING", key: "maxPendingPerTenant", min: 0, max: 100_000_000 },
+    { variable: "TIMER_COMMAND_PARTITIONS", key: "commandPartitions", min: 1, max: 64 },
     { variable: "TIMER_HTTP_PORT", key: "httpPort", min: 0, max: 65_535 },
   ] as const;
 

@@ -25,10 +25,19 @@ export class BenchClient {
     await withTimeout(this.nc.drain(), 5_000, "client drain").catch(() => this.nc.close());
   }
 
-  /** Consumer state, for "has the service stored and acked everything". */
+  /**
+   * State of the service's command consumers (the base one and its partitions, `{consumer}-p{n}`),
+   * for "has the service stored and acked everything".
+   */
   async consumerBacklog(stream: string, consumer: string): Promise<{ pending: number; ackPending: number; delivered: number }> {
-    const info = await this.jsm.consumers.info(stream, consumer);
-    return { pending: info.num_pending, ackPending: info.num_ack_pending, delivered: info.delivered.stream_seq };
+    const backlog = { pending: 0, ackPending: 0, delivered: 0 };
+    for await (const info of this.jsm.consumers.list(stream)) {
+      if (info.name !== consumer && !info.name.startsWith(`${consumer}-p`)) continue;
+      backlog.pending += info.num_pending;
+      backlog.ackPending += info.num_ack_pending;
+      backlog.delivered = Math.max(backlog.delivered, info.delivered.stream_seq);
+    }
+    return backlog;
   }
 }
 

@@ -6,6 +6,7 @@ import { connectToNats } from "./nats-connection.js";
 import { BrokerUnreachableLog } from "./broker-unreachable-log.js";
 import { redactUrl } from "./broker-url.js";
 import { ensureTimerTopology, type TimerTopology } from "./jetstream-topology.js";
+import { commandSources, type CommandSource } from "./command-partitions.js";
 
 const TOPOLOGY_RETRY_MS = 1_000;
 /** How often the streams and the consumer are checked (and recreated) while connected. */
@@ -19,6 +20,8 @@ const TOPOLOGY_CHECK_MS = 5_000;
 export class NatsBroker {
   connected = true;
   topologyReady = false;
+  /** The command consumers to pull, as the last ensure found them. */
+  commandSources: readonly CommandSource[];
   readonly js: JetStreamClient;
   private ensuring: Promise<void> | undefined;
   private closing = false;
@@ -37,6 +40,7 @@ export class NatsBroker {
     private readonly onTopologyRecreated: () => void,
   ) {
     this.js = jetstream(connection, { timeout: 5_000 });
+    this.commandSources = commandSources(topology.consumerName, 1);
     this.unreachable = new BrokerUnreachableLog(logger, servers);
     void this.watchStatus();
     // An operator may delete the consumer or a stream at any time: recreate it within seconds.
@@ -79,7 +83,11 @@ export class NatsBroker {
       try {
         while (!this.closing) {
           try {
-            const created = await ensureTimerTopology(this.jsm, this.topology);
+            const { created, sources } = await ensureTimerTopology(this.jsm, {
+              ...this.topology,
+              serverVersion: this.connection.info?.version,
+            });
+            this.commandSources = sources;
             const wasReady = this.topologyReady;
             this.topologyReady = true;
             if (created && this.started) {

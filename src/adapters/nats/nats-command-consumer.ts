@@ -1,28 +1,36 @@
-import type { ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../app/logger.js";
 import type { CommandSettlement, DeliveredCommand, TimerCommandProcessor } from "../../app/commands/timer-command-processor.js";
+import { publishedSubject, type CommandSource } from "./command-partitions.js";
+import { JetStreamCommandPull } from "./jetstream-command-pull.js";
+import { RoundRobinQueues } from "./round-robin-queues.js";
 
 /** Most command messages applied in one storage transaction (larger: fewer commits per command). */
 const COMMAND_BATCH_MAX = 5_000;
-/** Messages the client asks the server for at once. */
-const PULL_BATCH = 5_000;
+
+/** A received message and the subject it was published on. */
+interface Received {
+  readonly message: JsMsg;
+  readonly subject: string;
+}
 
 /**
- * Pulls commands from the durable consumer and feeds them to the command processor in micro-batches:
- * every message that arrived while the previous batch was being stored goes into the next one, so a
- * quiet stream gets per-message latency and a busy one large transactions. Batches run one at a time,
- * which keeps the commands of one key in delivery order. Settlement happens only here: ack after
- * commit, nak with delay after a transient fault, term for a rejected command.
+ * Pulls commands from the durable consumers (the base one and one per partition of the commands
+ * stream) and feeds them to the command processor in micro-batches: every message that arrived
+ * while the previous batch was being stored goes into the next one, so a quiet stream gets
+ * per-message latency and a busy one large transactions. A batch takes the consumers' messages in
+ * equal shares, so a flood in one partition delays another partition's commands by one batch.
+ * Batches run one at a time, which keeps the commands of one key in delivery order. Settlement
+ * happens only here: ack after commit, nak with delay after a transient fault, term for a rejected command.
  */
 export class NatsCommandConsumer {
-  private messages: ConsumerMessages | undefined;
-  private buffer: JsMsg[] = [];
+  private pulls: JetStreamCommandPull[] = [];
+  private readonly buffer = new RoundRobinQueues<Received>();
   private draining: Promise<void> | undefined;
   private flushScheduled = false;
   private stopped = false;
-  /** The pull being (re)started; restarts are serialized through it. */
+  /** The pulls being (re)started; restarts are serialized through it. */
   private starting: Promise<void> | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -31,99 +39,71 @@ export class NatsCommandConsumer {
     private readonly options: {
       readonly stream: string;
       readonly consumer: string;
+      /** The consumers to pull, read at every (re)start; default the base consumer alone. */
+      readonly sources?: () => readonly CommandSource[];
       readonly logger: Logger;
       readonly onMissingConsumer: () => void;
     },
   ) {}
 
-  /** Whether a pull is running (readiness). */
+  /** Whether every pull is running (readiness). */
   get pulling(): boolean {
-    return this.messages !== undefined;
+    return this.pulls.length > 0 && this.pulls.every((pull) => pull.pulling);
   }
 
   /**
-   * Starts pulling. Never throws: when the consumer cannot be reached yet (JetStream still starting,
-   * a leader election), it logs and tries again every second until it pulls or is stopped.
+   * Starts pulling. Never throws: a consumer that cannot be reached yet (JetStream still starting,
+   * a leader election) is tried again every second until it pulls or is stopped.
    */
   start(): Promise<void> {
-    this.starting ??= this.pull().finally(() => {
+    this.starting ??= this.startPulls().finally(() => {
       this.starting = undefined;
     });
     return this.starting;
   }
 
   /**
-   * Starts pulling afresh, keeping what is buffered: after the consumer or its stream was recreated
-   * the old pull would only notice after its request expired (up to ~45 s).
+   * Starts pulling afresh, keeping what is buffered: after a consumer or its stream was recreated
+   * (or the stream partitioned) the old pulls would only notice after their requests expired (up to ~45 s).
    */
   async restart(): Promise<void> {
     await this.starting;
     if (this.stopped) return;
-    const old = this.messages;
-    this.messages = undefined;
-    old?.stop();
+    const old = this.pulls;
+    this.pulls = [];
+    await Promise.all(old.map((pull) => pull.stop()));
     await this.start();
-    this.options.logger.info({ pulling: this.pulling }, "command consumer restarted");
+    this.options.logger.info({ pulling: this.pulling, consumers: this.pulls.length }, "command consumer restarted");
   }
 
   /** Stops pulling, then stores and settles every message already received. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
     await this.starting;
-    const messages = this.messages;
-    this.messages = undefined;
-    if (messages !== undefined) {
-      messages.stop();
-      await messages.closed().catch(() => undefined);
-    }
+    const pulls = this.pulls;
+    this.pulls = [];
+    await Promise.all(pulls.map((pull) => pull.stop()));
     await this.drain();
   }
 
-  private async pull(): Promise<void> {
-    if (this.stopped || this.messages !== undefined) return;
-    try {
-      const consumer = await this.js.consumers.get(this.options.stream, this.options.consumer);
-      const messages = await consumer.consume({
-        max_messages: PULL_BATCH,
-        callback: (message) => this.receive(message),
-      });
-      if (this.stopped) {
-        messages.stop();
-        return;
-      }
-      this.messages = messages;
-      void this.watch(messages);
-      // consume() can end by itself (a permission error, a closed connection): pull again.
-      void messages.closed().then(
-        () => this.pullEnded(messages),
-        () => this.pullEnded(messages),
-      );
-    } catch (error) {
-      this.options.logger.error({ err: error }, "cannot pull commands yet; retrying");
-      this.retryLater();
-    }
+  private async startPulls(): Promise<void> {
+    if (this.stopped || this.pulls.length > 0) return;
+    const sources = this.options.sources?.() ?? [{ consumer: this.options.consumer, partitioned: false }];
+    this.pulls = sources.map(
+      (source, index) =>
+        new JetStreamCommandPull(this.js, {
+          stream: this.options.stream,
+          consumer: source.consumer,
+          logger: this.options.logger,
+          receive: (message) => this.receive(index, message, source.partitioned),
+          onMissingConsumer: this.options.onMissingConsumer,
+        }),
+    );
+    await Promise.all(this.pulls.map((pull) => pull.start()));
   }
 
-  private pullEnded(messages: ConsumerMessages): void {
-    if (this.stopped || this.messages !== messages) return;
-    this.messages = undefined;
-    this.options.logger.warn({}, "command pull ended; pulling again");
-    this.retryLater();
-  }
-
-  private retryLater(): void {
-    if (this.stopped) return;
-    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      void this.start();
-    }, 1_000);
-    this.retryTimer.unref();
-  }
-
-  private receive(message: JsMsg): void {
-    this.buffer.push(message);
+  private receive(source: number, message: JsMsg, partitioned: boolean): void {
+    this.buffer.push(source, { message, subject: partitioned ? publishedSubject(message.subject) : message.subject });
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     // setImmediate, not a microtask: every message already parsed from the socket joins this batch.
@@ -137,11 +117,11 @@ export class NatsCommandConsumer {
   private drain(): Promise<void> {
     if (this.draining !== undefined) return this.draining;
     // Never start a drain on an empty buffer: its `finally` would run before `draining` is set.
-    if (this.buffer.length === 0) return Promise.resolve();
+    if (this.buffer.size === 0) return Promise.resolve();
     this.draining = (async () => {
       try {
-        while (this.buffer.length > 0) {
-          const batch = this.buffer.splice(0, COMMAND_BATCH_MAX);
+        while (this.buffer.size > 0) {
+          const batch = this.buffer.take(COMMAND_BATCH_MAX);
           await this.processBatch(batch);
           // Storing a batch is synchronous: let HTTP probes and the socket breathe between batches.
           await new Promise((resolve) => setImmediate(resolve));
@@ -153,31 +133,16 @@ export class NatsCommandConsumer {
     return this.draining;
   }
 
-  private async processBatch(batch: JsMsg[]): Promise<void> {
+  private async processBatch(batch: readonly Received[]): Promise<void> {
     let settlements: CommandSettlement[];
     try {
-      settlements = await this.processor.process(batch.map((message) => new JetStreamDeliveredCommand(message)));
+      settlements = await this.processor.process(batch.map(({ message, subject }) => new JetStreamDeliveredCommand(message, subject)));
     } catch (error) {
       // The processor turns faults into settlements; this is a last resort so the consumer lives on.
       this.options.logger.error({ err: error, messages: batch.length }, "command batch failed; it will be redelivered");
       settlements = batch.map(() => ({ kind: "nak", delayMs: 1_000 }));
     }
-    batch.forEach((message, i) => settle(message, settlements[i]));
-  }
-
-  private async watch(messages: ConsumerMessages): Promise<void> {
-    try {
-      for await (const status of messages.status()) {
-        if (status.type === "consumer_not_found" || status.type === "consumer_deleted" || status.type === "stream_not_found") {
-          this.options.logger.warn({ status: status.type }, "command consumer missing; recreating it");
-          this.options.onMissingConsumer();
-        } else if (status.type === "heartbeats_missed") {
-          this.options.logger.warn({ missed: status.count }, "command consumer missed heartbeats");
-        }
-      }
-    } catch (error) {
-      if (!this.stopped) this.options.logger.error({ err: error }, "command consumer status stream failed");
-    }
+    batch.forEach(({ message }, i) => settle(message, settlements[i]));
   }
 }
 
@@ -190,8 +155,12 @@ class JetStreamDeliveredCommand implements DeliveredCommand {
   readonly subject: string;
   readonly body: Uint8Array;
 
-  constructor(private readonly message: JsMsg) {
-    this.subject = message.subject;
+  constructor(
+    private readonly message: JsMsg,
+    /** As published: a partitioned stream stores it with the partition appended. */
+    subject: string,
+  ) {
+    this.subject = subject;
     this.body = message.data;
   }
 
