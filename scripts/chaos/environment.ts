@@ -42,7 +42,9 @@ export interface ChaosEnvironment {
 
 /** A 3-node NATS cluster and 3 service instances on one Postgres schema, all ready. */
 export async function startEnvironment(): Promise<ChaosEnvironment> {
-  process.env.CHAOS_NATS_SERVER_BIN ??= process.env.NATS_SERVER_BIN ?? "nats-server";
+  const natsServerBin = process.env.NATS_SERVER_BIN;
+  process.env.CHAOS_NATS_SERVER_BIN = natsServerBin ?? "nats-server";
+  // Node restarts read it again, so it stays set until dispose.
   process.env.NATS_SERVER_BIN = NO_ADVERTISE_WRAPPER;
   const cluster = await NatsCluster.start(3);
   const schema = uniqueSchema("chaos");
@@ -58,6 +60,8 @@ export async function startEnvironment(): Promise<ChaosEnvironment> {
     }
     await dropSchema(schema).catch(() => undefined);
     await cluster.dispose();
+    if (natsServerBin === undefined) delete process.env.NATS_SERVER_BIN;
+    else process.env.NATS_SERVER_BIN = natsServerBin;
   };
   try {
     const database = new URL(TEST_DATABASE_URL);
