@@ -65,6 +65,9 @@ export async function startEnvironment(): Promise<ChaosEnvironment> {
   };
   try {
     const database = new URL(TEST_DATABASE_URL);
+    // The relays connect to loopback: the nemesis cuts links on this machine.
+    if (!["127.0.0.1", "localhost"].includes(database.hostname))
+      throw new Error(`chaos needs Postgres on this machine, not ${database.hostname}`);
     for (let index = 0; index < INSTANCES; index++) {
       const postgresDelay = await DelayProxy.start(Number(database.port || 5432));
       const postgresFreeze = await FreezeProxy.start(postgresDelay.port);
