@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReceivedEvent } from "../support/timer-client.js";
-import { startFaultHarness, until, waitUntilStored, type FaultHarness } from "../fault/fault-support.js";
+import { startFaultHarness, waitUntilStored, type FaultHarness } from "../fault/fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 const NOISY = "noisy";
 const QUIET = "quiet";
@@ -52,8 +53,8 @@ describe("fair firing across tenants", () => {
     await waitUntilStored(client, service, BACKLOG + 20, 30_000);
     expect(Date.now(), "stored before the burst falls due (raise the lead time if this fails)").toBeLessThan(burstAtMs);
 
-    await until(() => dueOf(client.events, QUIET).length === 20, 30_000, "the quiet tenant's 20 timers");
-    await until(() => dueOf(client.events, NOISY).length >= BACKLOG, 60_000, "the noisy tenant's backlog");
+    await waitUntil(() => dueOf(client.events, QUIET).length === 20, 30_000, "the quiet tenant's 20 timers");
+    await waitUntil(() => dueOf(client.events, NOISY).length >= BACKLOG, 60_000, "the noisy tenant's backlog");
 
     const quietLateness = dueOf(client.events, QUIET).map((e) => e.body.payload.lateMs as number);
     expect(Math.max(...quietLateness), `quiet tenant lateness ${JSON.stringify(quietLateness)}`).toBeLessThan(1_000);
