@@ -88,6 +88,7 @@ export async function waitFor<T>(what: string, children: readonly Child[], probe
   try {
     return (await pollFor(probe, {
       what,
+      until: (value) => value !== undefined,
       timeoutMs: DEADLINE_MS,
       everyMs: 200,
       retryErrors: true,
