@@ -7,6 +7,7 @@ import { ensureTimerTopology, type TimerTopology } from "../../src/adapters/nats
 import { NatsCommandConsumer } from "../../src/adapters/nats/nats-command-consumer.js";
 import { RecordingLogger } from "../support/fakes/recording-logger.js";
 import { NatsServerProcess } from "../support/nats-server.js";
+import { waitUntil } from "../support/wait-for.js";
 
 /**
  * The NATS adapters in process, against a real nats-server: the command consumer's buffering,
@@ -34,14 +35,6 @@ class ScriptedProcessor {
 
   get received(): string[] {
     return this.batches.flat();
-  }
-}
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -100,7 +93,11 @@ describe("NATS adapters against a real nats-server", () => {
       await consumer.start();
       await publishCommands(bodies);
 
-      await until(async () => processor.received.length === 50 && (await unacked()) === 0 && (await pending()) === 0);
+      await waitUntil(
+        async () => processor.received.length === 50 && (await unacked()) === 0 && (await pending()) === 0,
+        15_000,
+        "the adapters to settle",
+      );
 
       expect(processor.received).toEqual(bodies);
       expect(consumer.pulling).toBe(true);
@@ -116,7 +113,7 @@ describe("NATS adapters against a real nats-server", () => {
       await new Promise((r) => setTimeout(r, 300));
 
       release();
-      await until(() => processor.received.length === 21);
+      await waitUntil(() => processor.received.length === 21, 15_000, "the adapters to settle");
 
       // The first batch held everything delivered before it was released: far fewer batches than messages.
       expect(processor.batches.length).toBeLessThanOrEqual(3);
@@ -129,7 +126,7 @@ describe("NATS adapters against a real nats-server", () => {
       const sentAt = Date.now();
       await publishCommands(["flaky"]);
 
-      await until(() => processor.deliveries.get("flaky") === 2);
+      await waitUntil(() => processor.deliveries.get("flaky") === 2, 15_000, "the adapters to settle");
 
       expect(Date.now() - sentAt).toBeGreaterThanOrEqual(300);
       expect(processor.received).toEqual(["flaky", "flaky"]);
@@ -140,7 +137,7 @@ describe("NATS adapters against a real nats-server", () => {
       await consumer.start();
       await publishCommands(["poison"]);
 
-      await until(async () => processor.received.length === 1 && (await unacked()) === 0);
+      await waitUntil(async () => processor.received.length === 1 && (await unacked()) === 0, 15_000, "the adapters to settle");
       await new Promise((r) => setTimeout(r, 500));
 
       expect(processor.received).toEqual(["poison"]);
@@ -157,7 +154,7 @@ describe("NATS adapters against a real nats-server", () => {
       await consumer.start();
       await publishCommands(["survivor"]);
 
-      await until(() => processor.deliveries.get("survivor") === 2, 20_000);
+      await waitUntil(() => processor.deliveries.get("survivor") === 2, 20_000, "the adapters to settle");
 
       expect(logger.entries.some((e) => e.message === "command batch failed; it will be redelivered")).toBe(true);
     });
@@ -167,28 +164,28 @@ describe("NATS adapters against a real nats-server", () => {
       processor.gate = new Promise((r) => (release = r));
       await consumer.start();
       await publishCommands(Array.from({ length: 10 }, (_, i) => `held-${i}`));
-      await until(async () => (await unacked()) === 10);
+      await waitUntil(async () => (await unacked()) === 10, 15_000, "the adapters to settle");
 
       const stopped = consumer.stop();
       release();
       await stopped;
 
       expect(processor.received).toHaveLength(10);
-      await until(async () => (await unacked()) === 0);
+      await waitUntil(async () => (await unacked()) === 0, 15_000, "the adapters to settle");
       expect(consumer.pulling).toBe(false);
     });
 
     it("when the durable consumer is deleted and recreated, then a restart pulls again and nothing is lost", async () => {
       await consumer.start();
       await publishCommands(["before"]);
-      await until(() => processor.received.includes("before"));
+      await waitUntil(() => processor.received.includes("before"), 15_000, "the adapters to settle");
 
       await jsm.consumers.delete(topology.commandsStream, topology.consumerName);
       await ensureTimerTopology(jsm, topology);
       await consumer.restart();
       await publishCommands(["after"]);
 
-      await until(() => processor.received.includes("after"));
+      await waitUntil(() => processor.received.includes("after"), 15_000, "the adapters to settle");
       expect(consumer.pulling).toBe(true);
     });
   });

@@ -1,7 +1,10 @@
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
-import { describeTimerStoreContract } from "./timer-store.contract.js";
+import { describeSharedTimerStoreContract, describeTimerStoreContract } from "./timer-store.contract.js";
 
-describeTimerStoreContract("MemoryTimerStore", async () => {
+const open = async () => {
   const store = new MemoryTimerStore();
-  return { store, cleanup: () => store.close(), recordsClaims: true };
-});
+  return { store, cleanup: () => store.close() };
+};
+
+describeTimerStoreContract("MemoryTimerStore", open);
+describeSharedTimerStoreContract("MemoryTimerStore", open);

@@ -1,8 +1,7 @@
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
+import type pg from "pg";
 import type Database from "better-sqlite3";
 import type { TimerRecord } from "../../src/app/queries/timer-queries.js";
 import type { DecideCommand } from "../../src/app/timer-store.js";
@@ -18,10 +17,14 @@ import { PostgresTimerQueries } from "../../src/adapters/postgres/postgres-timer
 import { PostgresTimerRetention } from "../../src/adapters/postgres/postgres-timer-retention.js";
 import { parseRecurrence } from "../../src/domain/recurrence.js";
 import type { TimerQueriesHarness } from "./timer-queries.contract.js";
-import type { TimerRetentionHarness } from "./timer-retention.contract.js";
+import type { PrefixCancelRetentionHarness, TimerRetentionHarness } from "./timer-retention.contract.js";
+import { dropSchema, schemaSeries, TEST_DATABASE_URL } from "../support/test-postgres.js";
 
 /** Rows for the query and retention suites, written straight into each store. */
 export type QueryHarness = TimerQueriesHarness & TimerRetentionHarness;
+
+/** The same over a store that keeps prefix cancels. */
+export type PrefixCancelQueryHarness = TimerQueriesHarness & PrefixCancelRetentionHarness;
 
 const COLUMNS: readonly [string, (r: TimerRecord) => unknown][] = [
   ["tenant_id", (r) => r.tenantId],
@@ -73,12 +76,11 @@ export async function memoryHarness(): Promise<QueryHarness> {
     queries: new MemoryTimerQueries(store),
     retention: new MemoryTimerRetention(store),
     seed,
-    v2: true,
     cleanup: () => store.close(),
   };
 }
 
-export async function sqliteHarness(): Promise<QueryHarness & { database: Database.Database }> {
+export async function sqliteHarness(): Promise<PrefixCancelQueryHarness & { database: Database.Database }> {
   const folder = mkdtempSync(join(tmpdir(), "timer-queries-"));
   const store = openSqliteTimerStore({ path: join(folder, "timer.db") });
   const db = store.database;
@@ -94,7 +96,6 @@ export async function sqliteHarness(): Promise<QueryHarness & { database: Databa
     queries: new SqliteTimerQueries(db),
     retention: new SqliteTimerRetention(db),
     seed: async (records) => insertAll(records),
-    v2: true,
     seedPrefixCancel: async (tenantId, prefix, updatedAtMs) => {
       db.prepare(
         "INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key) VALUES (?, ?, ?, ?, NULL)",
@@ -109,25 +110,15 @@ export async function sqliteHarness(): Promise<QueryHarness & { database: Databa
   };
 }
 
-// The machine's Postgres (trust auth); each harness gets a schema of its own and drops it.
-export const DATABASE_URL = process.env.TIMER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const SCHEMA_PREFIX = `queries_${randomBytes(4).toString("hex")}`;
-let schemas = 0;
+// Each harness gets a schema of its own and drops it; `dropPostgresHarnessSchemas` drops the leftovers of a failed one.
+const schemas = schemaSeries("queries");
+export const dropPostgresHarnessSchemas = (): Promise<void> => schemas.dropAll();
 
-export async function postgresHarness(): Promise<QueryHarness & { pool: pg.Pool }> {
-  const schema = `${SCHEMA_PREFIX}_${++schemas}`;
-  const store = await openPostgresTimerStore({ url: DATABASE_URL, schema, maxConnections: 1 });
-  const pool = createPostgresPool({ url: DATABASE_URL, schema, maxConnections: 2, timeoutMs: 5_000, onIdleError: () => {} });
-  const { rows } = await pool.query<{ name: string }>(
-    "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'timer_schedules'",
-    [schema],
-  );
-  const { rows: check } = await pool.query<{ def: string }>(
-    "SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'timer_schedules_state_check' AND connamespace = $1::regnamespace",
-    [schema],
-  );
-  const v2 = rows.some((r) => r.name === "attempt") && check.some((c) => c.def.includes("Completed"));
-  const columns = [...COLUMNS, ...V2_COLUMNS.filter(([c]) => rows.some((r) => r.name === c))];
+export async function postgresHarness(): Promise<PrefixCancelQueryHarness & { pool: pg.Pool }> {
+  const schema = schemas.next();
+  const store = await openPostgresTimerStore({ url: TEST_DATABASE_URL, schema, maxConnections: 1 });
+  const pool = createPostgresPool({ url: TEST_DATABASE_URL, schema, maxConnections: 2, timeoutMs: 5_000, onIdleError: () => {} });
+  const columns = [...COLUMNS, ...V2_COLUMNS];
   const seed = async (records: readonly TimerRecord[]) => {
     for (let i = 0; i < records.length; i += 500) {
       const chunk = records.slice(i, i + 500);
@@ -145,17 +136,18 @@ export async function postgresHarness(): Promise<QueryHarness & { pool: pg.Pool 
     queries: new PostgresTimerQueries(pool),
     retention: new PostgresTimerRetention(pool),
     seed,
-    v2,
+    seedPrefixCancel: async (tenantId, prefix, updatedAtMs) => {
+      await pool.query(
+        "INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key) VALUES ($1, $2, $3, $3, NULL)",
+        [tenantId, prefix, updatedAtMs],
+      );
+    },
+    prefixCancels: async () =>
+      (await pool.query<{ p: string }>("SELECT service_call_id_prefix AS p FROM timer_prefix_cancels ORDER BY p")).rows.map((r) => r.p),
     cleanup: async () => {
       await pool.end();
       await store.close();
-      const client = new pg.Client({ connectionString: DATABASE_URL });
-      await client.connect();
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      } finally {
-        await client.end();
-      }
+      await dropSchema(schema);
     },
   };
 }

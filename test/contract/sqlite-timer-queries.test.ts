@@ -2,13 +2,14 @@ import { describe, expect, it } from "vitest";
 import { SQLITE_QUERY_SQL } from "../../src/adapters/sqlite/sqlite-timer-queries.js";
 import { SQLITE_RETENTION_SQL } from "../../src/adapters/sqlite/sqlite-timer-retention.js";
 import { describeTimerQueriesContract } from "./timer-queries.contract.js";
-import { describeTimerRetentionContract } from "./timer-retention.contract.js";
+import { describePrefixCancelRetentionContract, describeTimerRetentionContract } from "./timer-retention.contract.js";
 import { sqliteHarness } from "./query-harnesses.js";
 import { propertySeed } from "../support/property-seed.js";
 import fc from "fast-check";
 
 describeTimerQueriesContract("SqliteTimerQueries", sqliteHarness);
 describeTimerRetentionContract("SqliteTimerRetention", sqliteHarness);
+describePrefixCancelRetentionContract("SqliteTimerRetention", sqliteHarness);
 
 describe("SQLite query plans", () => {
   const params = {

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
-import { describeTimerStoreContract } from "./timer-store.contract.js";
+import { describeDurableTimerStoreContract, describeTimerStoreContract } from "./timer-store.contract.js";
 
-describeTimerStoreContract("SqliteTimerStore", async () => {
+const open = async () => {
   const folder = mkdtempSync(join(tmpdir(), "timer-store-"));
   const path = join(folder, "timer.db");
   const store = openSqliteTimerStore({ path });
@@ -18,5 +18,8 @@ describeTimerStoreContract("SqliteTimerStore", async () => {
     for (const each of opened) await each.close();
     rmSync(folder, { recursive: true, force: true });
   };
-  return { store, reopen, cleanup, recordsClaims: false };
-});
+  return { store, reopen, cleanup };
+};
+
+describeTimerStoreContract("SqliteTimerStore", open);
+describeDurableTimerStoreContract("SqliteTimerStore", open);

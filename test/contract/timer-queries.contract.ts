@@ -14,8 +14,6 @@ export interface TimerQueriesHarness {
   readonly queries: TimerQueries;
   /** Inserts or replaces rows as they are (any state, any column). */
   readonly seed: (records: readonly TimerRecord[]) => Promise<void>;
-  /** Whether the store has the v2 states and columns (§10, §11); false skips those cases. */
-  readonly v2: boolean;
   readonly cleanup: () => Promise<void>;
 }
 
@@ -95,9 +93,8 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
       expect((await list()).timers).toEqual([]);
     });
 
-    it("when timers are in every state, then get and list with each state filter find each one", async (context) => {
-      const states = harness.v2 ? TIMER_STATES : (["Scheduled", "Reached", "Cancelled"] as const);
-      if (!harness.v2) context.annotate?.("v2 states skipped: the store's schema has only Scheduled, Reached, Cancelled");
+    it("when timers are in every state, then get and list with each state filter find each one", async () => {
+      const states = TIMER_STATES;
       await harness.seed(
         states.map((state, i) => record(`in-${state}`, NOW + i, { state, ...(state === "Scheduled" ? {} : { reachedAtMs: NOW }) })),
       );
@@ -108,8 +105,7 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
       expect(ids((await list()).timers)).toEqual(states.map((s) => `in-${s}`));
     });
 
-    it("when v2 columns are set, then get returns them", async (context) => {
-      if (!harness.v2) return context.skip();
+    it("when the tracking, series and audit columns are set, then get returns them", async () => {
       const tracked = record("tracked", NOW - 10_000, {
         state: "Completed",
         repeat: null,
@@ -224,8 +220,7 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
         throw new Error("paging did not end");
       }
 
-      it("when createdBy or changedSince filter a due-order list, then only matching timers come, still by due time", async (context) => {
-        if (!harness.v2) return context.skip("no v2 columns");
+      it("when createdBy or changedSince filter a due-order list, then only matching timers come, still by due time", async () => {
         await harness.seed([
           record("a", NOW + 3, { createdBy: "alice", updatedAtMs: NOW - 10 }),
           record("b", NOW + 1, { createdBy: "bob", updatedAtMs: NOW - 5 }),
@@ -252,8 +247,7 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
         expect(ids((await changed({ changedSinceMs: NOW - 10 })).timers)).toEqual(["new", "tie-b", "tie-a"]);
       });
 
-      it("when listing changedDesc with a state, createdBy, prefix or due range, then each filter applies", async (context) => {
-        if (!harness.v2) return context.skip("no v2 columns");
+      it("when listing changedDesc with a state, createdBy, prefix or due range, then each filter applies", async () => {
         await harness.seed([
           record("f1", NOW - 100, { state: "Failed", createdBy: "alice", updatedAtMs: NOW - 3 }),
           record("f2", NOW - 200, { state: "Failed", createdBy: "bob", updatedAtMs: NOW - 2 }),
@@ -334,21 +328,15 @@ export function describeTimerQueriesContract(name: string, open: () => Promise<T
         record("c1", NOW, { state: "Cancelled" }),
         record("tomb", 0, { state: "Cancelled", dueAtMs: null }),
         record("g1", NOW - 50_000, { tenantId: "globex" }),
-        ...(harness.v2
-          ? [
-              record("done-1", NOW - 9_000, { state: "Completed", firedAtMs: NOW - 9_000, completedAtMs: NOW - 8_000 }),
-              record("done-2", NOW - 9_000, { state: "Completed", firedAtMs: NOW - 9_000, completedAtMs: NOW - 6_000 }),
-              record("f1", NOW - 9_000, { state: "Fired", firedAtMs: NOW - 9_000 }),
-            ]
-          : []),
+        record("done-1", NOW - 9_000, { state: "Completed", firedAtMs: NOW - 9_000, completedAtMs: NOW - 8_000 }),
+        record("done-2", NOW - 9_000, { state: "Completed", firedAtMs: NOW - 9_000, completedAtMs: NOW - 6_000 }),
+        record("f1", NOW - 9_000, { state: "Fired", firedAtMs: NOW - 9_000 }),
       ]);
       const stats = await queries.stats(TENANT);
       expect(stats.byState).toMatchObject({ Scheduled: 2, Reached: 1, Cancelled: 2 });
       expect(stats.nextDueAtMs).toBe(NOW - 5_000);
-      if (harness.v2) {
-        expect(stats.byState).toMatchObject({ Completed: 2, Fired: 1, Missed: 0, Failed: 0, TimedOut: 0 });
-        expect(stats.avgDurationMs).toBe(2_000);
-      }
+      expect(stats.byState).toMatchObject({ Completed: 2, Fired: 1, Missed: 0, Failed: 0, TimedOut: 0 });
+      expect(stats.avgDurationMs).toBe(2_000);
       const empty = await queries.stats("nobody");
       expect(Object.values(empty.byState).every((n) => n === 0)).toBe(true);
       expect(empty).toMatchObject({ nextDueAtMs: null, avgDurationMs: null });

@@ -9,11 +9,15 @@ export interface TimerRetentionHarness {
   readonly retention: TimerRetention;
   readonly queries: TimerQueries;
   readonly seed: (records: readonly TimerRecord[]) => Promise<void>;
-  readonly v2: boolean;
-  /** Stores a finished prefix cancel changed at `updatedAtMs`; absent when the store keeps none. */
-  readonly seedPrefixCancel?: (tenantId: string, prefix: string, updatedAtMs: number) => Promise<void>;
-  readonly prefixCancels?: () => Promise<string[]>;
   readonly cleanup: () => Promise<void>;
+}
+
+/** Retention over a store that keeps prefix cancels (SQLite, Postgres; the memory store keeps none). */
+export interface PrefixCancelRetentionHarness extends TimerRetentionHarness {
+  /** Stores a finished prefix cancel changed at `updatedAtMs`. */
+  readonly seedPrefixCancel: (tenantId: string, prefix: string, updatedAtMs: number) => Promise<void>;
+  /** The prefixes of the kept prefix cancels, in order. */
+  readonly prefixCancels: () => Promise<string[]>;
 }
 
 const HOUR = 3_600_000;
@@ -34,15 +38,13 @@ export function describeTimerRetentionContract(name: string, open: () => Promise
 
     it("when final timers changed before the cutoff, then they go; newer ones and unfinished ones stay", async () => {
       const cutoff = NOW - HOUR;
-      const finalStates = harness.v2
-        ? (["Reached", "Cancelled", "Missed", "Completed", "Failed", "TimedOut"] as const)
-        : (["Reached", "Cancelled"] as const);
+      const finalStates = ["Reached", "Cancelled", "Missed", "Completed", "Failed", "TimedOut"] as const;
       await harness.seed([
         ...finalStates.map((state) => record(`old-${state}`, NOW - 2 * HOUR, { state, updatedAtMs: cutoff - 1 })),
         ...finalStates.map((state) => record(`new-${state}`, NOW - 2 * HOUR, { state, updatedAtMs: cutoff })),
         record("old-tombstone", 0, { state: "Cancelled", dueAtMs: null, updatedAtMs: cutoff - 5 }),
         record("old-scheduled", NOW - 2 * HOUR, { updatedAtMs: cutoff - HOUR }),
-        ...(harness.v2 ? [record("old-fired", NOW - 2 * HOUR, { state: "Fired", updatedAtMs: cutoff - HOUR })] : []),
+        record("old-fired", NOW - 2 * HOUR, { state: "Fired", updatedAtMs: cutoff - HOUR }),
       ]);
       let deleted = 0;
       for (let n; (n = await harness.retention.deleteFinalTimers(cutoff, 2)) > 0;) {
@@ -56,7 +58,7 @@ export function describeTimerRetentionContract(name: string, open: () => Promise
       }
       expect(await exists("old-tombstone")).toBe(false);
       expect(await exists("old-scheduled")).toBe(true);
-      if (harness.v2) expect(await exists("old-fired")).toBe(true);
+      expect(await exists("old-fired")).toBe(true);
     });
 
     it("when a batch is smaller than the backlog, then the oldest changes go first", async () => {
@@ -84,9 +86,22 @@ export function describeTimerRetentionContract(name: string, open: () => Promise
       expect(counted).toEqual([10, 10, 5]);
       expect(await exists("recent")).toBe(true);
     });
+  });
+}
 
-    it("when prefix cancels are kept, then those changed before the cutoff go", async (context) => {
-      if (harness.seedPrefixCancel === undefined || harness.prefixCancels === undefined) return context.skip();
+/** The retention cases of a store that keeps prefix cancels (SQLite and Postgres call it). */
+export function describePrefixCancelRetentionContract(name: string, open: () => Promise<PrefixCancelRetentionHarness>): void {
+  describe(`${name} deletes old prefix cancels`, () => {
+    let harness: PrefixCancelRetentionHarness;
+
+    beforeEach(async () => {
+      harness = await open();
+    });
+    afterEach(async () => {
+      await harness.cleanup();
+    });
+
+    it("when prefix cancels are kept, then those changed before the cutoff go", async () => {
       await harness.seedPrefixCancel("acme", "old-", NOW - 2 * HOUR);
       await harness.seedPrefixCancel("acme", "new-", NOW);
       expect(await harness.retention.deletePrefixCancels(NOW - HOUR, 10)).toBe(1);

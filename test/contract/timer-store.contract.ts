@@ -1,21 +1,38 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { DecideCommand, DueCursor, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
+import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
+import type { DecideCommand, DeadlineRecord, DueCursor, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
+import type { TimerAfterDeadline } from "../../src/domain/delivery-rules.js";
 import type { TimerAfterFiring } from "../../src/domain/firing-rules.js";
 import type { TimerKey } from "../../src/domain/timer.js";
 import type { CancelTimerCommand, RetryTimerCommand, ScheduleTimerCommand, TimerCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
 import { advanceDueCursor } from "../../src/app/firing/fair-due-selection.js";
 
-/** A store under test; `reopen` (durable stores only) opens the same storage again. */
+/*
+ * The contract of the `TimerStore` port, in three groups; a store's wiring file calls each group
+ * that applies to it, so that no case is skipped at run time:
+ *
+ * | group                                | memory | SQLite | Postgres |
+ * |--------------------------------------|--------|--------|----------|
+ * | describeTimerStoreContract           | yes    | yes    | yes      |
+ * | describeDurableTimerStoreContract    | –      | yes    | yes      |
+ * | describeSharedTimerStoreContract     | yes    | –      | yes      |
+ *
+ * - Durable: what survives closing and reopening the storage. The memory store keeps nothing.
+ * - Shared: claims that keep one owner's due timers and deadlines from another owner until the
+ *   lease ends. SQLite serves one instance (the consumer lease guarantees it), so it does not
+ *   record claims; the memory store records them, as the reference of the multi-instance rules.
+ */
+
+/** A store under test. */
 export interface TimerStoreHarness {
   readonly store: TimerStore;
-  readonly reopen?: () => Promise<TimerStore>;
-  /**
-   * Whether the store records claims (a store several instances share; memory as the reference).
-   * A store only one instance can use may skip them; the claim cases then do not apply.
-   */
-  readonly recordsClaims: boolean;
   readonly cleanup: () => Promise<void>;
+}
+
+/** A durable store: `reopen` opens the same storage again. */
+export interface DurableTimerStoreHarness extends TimerStoreHarness {
+  readonly reopen: () => Promise<TimerStore>;
 }
 
 const NOW = 1_764_108_000_000;
@@ -65,31 +82,140 @@ function keyOf({ tenantId, serviceCallId }: TimerKey): TimerKey {
   return { tenantId, serviceCallId };
 }
 
-/** Every adapter of `TimerStore` must pass this suite. */
+/** The harness and store of the running test; `store` changes when a durable store is reopened. */
+interface StoreUnderTest<H extends TimerStoreHarness> {
+  harness: H;
+  store: TimerStore;
+}
+
+/** Opens a store before each test of the enclosing `describe` and cleans it up after. */
+function useStore<H extends TimerStoreHarness>(open: () => Promise<H>): StoreUnderTest<H> {
+  const current = {} as StoreUnderTest<H>;
+  beforeEach(async () => {
+    current.harness = await open();
+    current.store = current.harness.store;
+  });
+  afterEach(async () => {
+    await current.harness.cleanup();
+  });
+  return current;
+}
+
+const key = (serviceCallId: string, tenantId = TENANT): TimerKey => ({ tenantId, serviceCallId });
+
+const applyTo = (store: TimerStore, ...commands: TimerCommand[]) => store.applyCommands(commands, decideAt(NOW));
+
+const claimOn = (store: TimerStore, nowMs: number, limit: number, after?: DueCursor, owner = OWNER): Promise<DueTimer[]> =>
+  store.claimDue({ nowMs, limit, owner, leaseUntilMs: nowMs + CLAIM_TTL_MS, ...(after === undefined ? {} : { after }) });
+
+/** Records firings that end the timers `Reached` at `reachedAtMs`, as a one-shot's publish does. */
+const markReachedOn = (store: TimerStore, timers: readonly DueTimer[], reachedAtMs: number, owner: string): Promise<TimerKey[]> =>
+  store.recordFirings(
+    timers.map((t) => firing(t, { state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs })),
+    owner,
+  );
+
+const TRACKED = { maxRetries: 1, backoffMs: 100, completionTimeoutMs: 1_000 };
+
+/**
+ * Schedules a tracked timer per entry, due now, and records its first publish as the due worker
+ * does: `Fired`, attempt 1, its completion deadline at the given instant.
+ */
+async function fireTracked(store: TimerStore, deadlines: Readonly<Record<string, number>>): Promise<void> {
+  await applyTo(store, ...Object.keys(deadlines).map((id) => schedule(id, NOW, { delivery: TRACKED })));
+  const due = await claimOn(store, NOW, 1_000);
+  const fired = await store.recordFirings(
+    due.map((t) =>
+      firing(t, { state: "Fired", reachedAtMs: NOW, tracking: { attempt: 1, firedAtMs: NOW, deadlineAtMs: deadlines[t.serviceCallId]! } }),
+    ),
+    OWNER,
+  );
+  expect(fired).toHaveLength(Object.keys(deadlines).length);
+}
+
+const claimDeadlinesOn = (store: TimerStore, nowMs: number, limit: number, owner = OWNER) =>
+  store.claimDeadlines({ nowMs, limit, owner, leaseUntilMs: nowMs + CLAIM_TTL_MS });
+
+/** A record of what a passed deadline made of `read` (its attempt and deadline are the guard). */
+function deadlineRecord(
+  read: { readonly serviceCallId: string; readonly attempt: number; readonly deadlineAtMs: number },
+  next: Partial<TimerAfterDeadline>,
+): DeadlineRecord {
+  return {
+    tenantId: TENANT,
+    serviceCallId: read.serviceCallId,
+    attempt: read.attempt,
+    deadlineAtMs: read.deadlineAtMs,
+    next: {
+      state: "Fired",
+      attempt: read.attempt,
+      reachedAtMs: NOW,
+      deadlineAtMs: read.deadlineAtMs + TRACKED.backoffMs,
+      lastReason: "timeout",
+      updatedAtMs: read.deadlineAtMs,
+      ...next,
+    },
+  };
+}
+
+const CRON = {
+  cron: "30 2 * * *",
+  timezone: "Europe/Berlin",
+  untilMs: NOW + 86_400_000 * 30,
+  maxOccurrences: 12,
+  firstDueAtMs: NOW + 1_000,
+};
+
+/** Stores a cron timer with a lateness bound and a plain one. */
+async function storeRecurring(store: TimerStore): Promise<void> {
+  await applyTo(store, schedule("cron", NOW + 1_000, { repeat: CRON, maxLatenessMs: 0 }), schedule("plain", NOW + 2_000));
+}
+
+async function expectRecurring(store: TimerStore): Promise<void> {
+  expect(await store.get(key("cron"))).toMatchObject({ repeat: CRON, occurrence: 1, maxLatenessMs: 0 });
+  expect(await store.get(key("plain"))).toMatchObject({ repeat: null, occurrence: 1, maxLatenessMs: null });
+}
+
+/** A tracked timer that ended `Failed` after one publish, then retried. */
+async function failAndRetry(store: TimerStore): Promise<void> {
+  await applyTo(
+    store,
+    schedule("work", NOW - 1, { delivery: { maxRetries: 0, backoffMs: 100, completionTimeoutMs: 1_000 }, createdVia: "api" }),
+  );
+  const failed: DecideCommand = (current) =>
+    current === undefined
+      ? { outcome: "ignored", previous: current }
+      : {
+          outcome: "accepted",
+          previous: current,
+          next: { ...current, state: "Failed", attempt: 1, firedAtMs: NOW, reachedAtMs: NOW, lastReason: "boom", commandTs: 2 },
+        };
+  await store.applyCommands([cancel("work")], failed);
+  await applyTo(store, retry("work", 3));
+}
+
+async function expectRetriedUntracked(store: TimerStore): Promise<void> {
+  const timer = await store.get(key("work"));
+  expect(timer).toMatchObject({ state: "Scheduled", dueAtMs: 3, generation: 2, lastReason: "boom", createdVia: "api" });
+  expect(timer?.attempt).toBeUndefined();
+  expect(timer?.firedAtMs).toBeUndefined();
+  expect(timer?.deadlineAtMs).toBeUndefined();
+}
+
+/** The cases every adapter of `TimerStore` passes. */
 export function describeTimerStoreContract(name: string, open: () => Promise<TimerStoreHarness>): void {
   describe(`${name} satisfies the TimerStore contract`, () => {
-    let harness: TimerStoreHarness;
+    const current = useStore(open);
     let store: TimerStore;
-
-    beforeEach(async () => {
-      harness = await open();
-      store = harness.store;
-    });
-    afterEach(async () => {
-      await harness.cleanup();
+    beforeEach(() => {
+      store = current.store;
     });
 
-    const apply = (...commands: TimerCommand[]) => store.applyCommands(commands, decideAt(NOW));
-    const key = (serviceCallId: string, tenantId = TENANT): TimerKey => ({ tenantId, serviceCallId });
+    const apply = (...commands: TimerCommand[]) => applyTo(store, ...commands);
     const claim = (nowMs: number, limit: number, after?: DueCursor, owner = OWNER): Promise<DueTimer[]> =>
-      store.claimDue({ nowMs, limit, owner, leaseUntilMs: nowMs + CLAIM_TTL_MS, ...(after === undefined ? {} : { after }) });
-
-    /** Records firings that end the timers `Reached` at `reachedAtMs`, as a one-shot's publish does. */
+      claimOn(store, nowMs, limit, after, owner);
     const markReached = (timers: readonly DueTimer[], reachedAtMs: number, owner: string): Promise<TimerKey[]> =>
-      store.recordFirings(
-        timers.map((t) => firing(t, { state: "Reached", reachedAtMs, updatedAtMs: reachedAtMs })),
-        owner,
-      );
+      markReachedOn(store, timers, reachedAtMs, owner);
 
     /** Fires the timers due at `nowMs` as the poller does: read, then mark. */
     async function fireDue(nowMs: number): Promise<TimerKey[]> {
@@ -554,22 +680,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect(again.map((d) => d.outcome)).toEqual(["ignored", "ignored"]);
       });
 
-      it("when a rule, occurrence and lateness are stored, then they round trip through get and reopen", async (context) => {
-        const cron = {
-          cron: "30 2 * * *",
-          timezone: "Europe/Berlin",
-          untilMs: NOW + 86_400_000 * 30,
-          maxOccurrences: 12,
-          firstDueAtMs: NOW + 1_000,
-        };
-        await apply(schedule("cron", NOW + 1_000, { repeat: cron, maxLatenessMs: 0 }), schedule("plain", NOW + 2_000));
-
-        expect(await store.get(key("cron"))).toMatchObject({ repeat: cron, occurrence: 1, maxLatenessMs: 0 });
-        expect(await store.get(key("plain"))).toMatchObject({ repeat: null, occurrence: 1, maxLatenessMs: null });
-        if (harness.reopen === undefined) return context.skip("the store is not durable");
-        await store.close();
-        store = await harness.reopen();
-        expect(await store.get(key("cron"))).toMatchObject({ repeat: cron, maxLatenessMs: 0 });
+      it("when a rule, occurrence and lateness are stored, then they round trip through get", async () => {
+        await storeRecurring(store);
+        await expectRecurring(store);
       });
     });
 
@@ -598,34 +711,9 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect((await claim(NOW + 5, 10)).map((t) => [t.serviceCallId, t.generation])).toEqual([["late", 2]]);
       });
 
-      it("when a Failed tracked timer is retried, then its tracking of publishes is cleared and survives a reopen that way", async (context) => {
-        await apply(
-          schedule("work", NOW - 1, { delivery: { maxRetries: 0, backoffMs: 100, completionTimeoutMs: 1_000 }, createdVia: "api" }),
-        );
-        const failed: DecideCommand = (current) =>
-          current === undefined
-            ? { outcome: "ignored", previous: current }
-            : {
-                outcome: "accepted",
-                previous: current,
-                next: { ...current, state: "Failed", attempt: 1, firedAtMs: NOW, reachedAtMs: NOW, lastReason: "boom", commandTs: 2 },
-              };
-        await store.applyCommands([cancel("work")], failed);
-
-        await apply(retry("work", 3));
-
-        const check = async (s: TimerStore) => {
-          const timer = await s.get(key("work"));
-          expect(timer).toMatchObject({ state: "Scheduled", dueAtMs: 3, generation: 2, lastReason: "boom", createdVia: "api" });
-          expect(timer?.attempt).toBeUndefined();
-          expect(timer?.firedAtMs).toBeUndefined();
-          expect(timer?.deadlineAtMs).toBeUndefined();
-        };
-        await check(store);
-        if (harness.reopen === undefined) return context.skip("the store is not durable");
-        await store.close();
-        store = await harness.reopen();
-        await check(store);
+      it("when a Failed tracked timer is retried, then its tracking of publishes is cleared", async () => {
+        await failAndRetry(store);
+        await expectRetriedUntracked(store);
       });
 
       it("when a Scheduled, Reached or Cancelled timer or an unknown key is retried, then nothing changes", async () => {
@@ -739,24 +827,6 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         });
       });
 
-      it("when the store is reopened mid-sweep, then the sweep resumes after its progress", async (context) => {
-        if (harness.reopen === undefined) return context.skip("the store is not durable");
-        await apply(...["k:1", "k:2", "k:3", "k:4", "k:5"].map((id) => schedule(id, NOW + 1_000)));
-        await apply(cancelPrefix("k:", 5));
-        const first = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, decideAt(NOW));
-        expect(first.decisions.map((d) => d.next?.serviceCallId)).toEqual(["k:1", "k:2"]);
-
-        await store.close();
-        store = await harness.reopen();
-
-        expect(await store.unfinishedPrefixCancels()).toEqual([
-          { tenantId: TENANT, serviceCallIdPrefix: "k:", commandTs: 5, progressKey: "k:2" },
-        ]);
-        const second = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, decideAt(NOW));
-        expect(second.decisions.map((d) => d.next?.serviceCallId)).toEqual(["k:3", "k:4"]);
-        expect((await claim(NOW + 1_000, 10)).map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([["k:5", 5]]);
-      });
-
       it("when a newer prefix cancel of the same prefix arrives mid-sweep, then the sweep starts over with its timestamp", async () => {
         await apply(...["n:1", "n:2", "n:3"].map((id) => schedule(id, NOW + 1_000, { timestampMs: 1 })));
         await apply(cancelPrefix("n:", 2));
@@ -800,40 +870,6 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
     describe("claims", () => {
       const OTHER = "instance-b";
 
-      it("when one owner has claimed due timers, then another owner's claim does not get them", async (context) => {
-        if (!harness.recordsClaims) return context.skip("the store serves one instance only");
-        await apply(schedule("a", NOW - 2), schedule("b", NOW - 1), schedule("c", NOW));
-        const first = await claim(NOW, 2);
-
-        const second = await claim(NOW, 10, undefined, OTHER);
-
-        expect(first.map((t) => t.serviceCallId)).toEqual(["a", "b"]);
-        expect(second.map((t) => t.serviceCallId)).toEqual(["c"]);
-      });
-
-      it("when a claim has expired, then another owner takes it over and the first owner's mark is refused", async (context) => {
-        if (!harness.recordsClaims) return context.skip("the store serves one instance only");
-        await apply(schedule("a", NOW));
-        const stale = await claim(NOW, 10);
-
-        const takenOver = await claim(NOW + CLAIM_TTL_MS + 1, 10, undefined, OTHER);
-
-        expect(takenOver.map((t) => t.serviceCallId)).toEqual(["a"]);
-        expect(await markReached(stale, NOW + CLAIM_TTL_MS + 2, OWNER)).toEqual([]);
-        expect(await markReached(takenOver, NOW + CLAIM_TTL_MS + 2, OTHER)).toEqual([key("a")]);
-      });
-
-      it("when an owner releases its claims, then another owner can claim the timers at once", async (context) => {
-        if (!harness.recordsClaims) return context.skip("the store serves one instance only");
-        await apply(schedule("a", NOW), schedule("b", NOW));
-        await claim(NOW, 10);
-
-        await store.releaseClaims(OWNER, [key("a")]);
-        expect((await claim(NOW, 10, undefined, OTHER)).map((t) => t.serviceCallId)).toEqual(["a"]);
-        await store.releaseClaims(OWNER);
-        expect((await claim(NOW, 10, undefined, OTHER)).map((t) => t.serviceCallId)).toEqual(["a", "b"]);
-      });
-
       it("when claims are released by an owner that holds none, then nothing changes", async () => {
         await apply(schedule("a", NOW));
         await claim(NOW, 10);
@@ -841,6 +877,182 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         await store.releaseClaims(OTHER);
 
         expect((await claim(NOW, 10)).map((t) => t.serviceCallId)).toEqual(["a"]);
+      });
+    });
+
+    describe("deadlines of Fired timers (CONTRACT §11)", () => {
+      it("when tracked timers are Fired, then nextDeadlineAt is the earliest deadline, and null once none is Fired", async () => {
+        expect(await store.nextDeadlineAt()).toBeNull();
+        await apply(schedule("untracked", NOW));
+        await fireDue(NOW);
+        expect(await store.nextDeadlineAt()).toBeNull();
+
+        await fireTracked(store, { a: NOW + 3_000, b: NOW + 1_000, c: NOW + 2_000 });
+
+        expect(await store.nextDeadlineAt()).toBe(NOW + 1_000);
+        const [b] = await claimDeadlinesOn(store, NOW + 1_000, 10);
+        expect(await store.recordDeadlines([deadlineRecord(b!, { state: "TimedOut", deadlineAtMs: null })], OWNER)).toEqual([key("b")]);
+        expect(await store.nextDeadlineAt()).toBe(NOW + 2_000);
+      });
+
+      it("when deadlines have passed, then claimDeadlines returns those Fired timers oldest deadline first, up to the limit", async () => {
+        await apply(schedule("scheduled", NOW + 60_000));
+        await fireTracked(store, { a: NOW + 3_000, b: NOW + 1_000, c: NOW + 2_000 });
+
+        const passed = await claimDeadlinesOn(store, NOW + 2_000, 10);
+
+        expect(passed.map((t) => [t.serviceCallId, t.attempt, t.deadlineAtMs])).toEqual([
+          ["b", 1, NOW + 1_000],
+          ["c", 1, NOW + 2_000],
+        ]);
+        expect(passed[0]).toMatchObject({ tenantId: TENANT, dueAtMs: NOW, generation: 1, delivery: TRACKED });
+        expect((await claimDeadlinesOn(store, NOW + 3_000, 1)).map((t) => t.serviceCallId)).toEqual(["b"]);
+        expect(await claimDeadlinesOn(store, NOW + 999, 10)).toEqual([]);
+      });
+
+      it("when a passed deadline is recorded, then the timer takes the new columns, and a second record of the same read changes nothing", async () => {
+        await fireTracked(store, { a: NOW + 1_000 });
+        const [read] = await claimDeadlinesOn(store, NOW + 1_000, 10);
+        const record = deadlineRecord(read!, {});
+
+        expect(await store.recordDeadlines([record], OWNER)).toEqual([key("a")]);
+        expect(await store.recordDeadlines([record], OWNER)).toEqual([]);
+        expect(await store.get(key("a"))).toMatchObject({
+          state: "Fired",
+          attempt: 1,
+          deadlineAtMs: NOW + 1_100,
+          lastReason: "timeout",
+        });
+        expect(await store.nextDeadlineAt()).toBe(NOW + 1_100);
+        expect((await claimDeadlinesOn(store, NOW + 1_100, 10)).map((t) => [t.serviceCallId, t.deadlineAtMs])).toEqual([
+          ["a", NOW + 1_100],
+        ]);
+      });
+
+      it("when a record names another attempt or a timer that is no longer Fired, then it is refused", async () => {
+        await fireTracked(store, { a: NOW + 1_000, b: NOW + 1_000 });
+        const [a, b] = await claimDeadlinesOn(store, NOW + 1_000, 10);
+        const completed: DecideCommand = (current) =>
+          current === undefined
+            ? { outcome: "ignored", previous: current }
+            : { outcome: "accepted", previous: current, next: { ...current, state: "Completed", completedAtMs: NOW + 500 } };
+        await store.applyCommands([cancel("b")], completed);
+
+        expect(await store.recordDeadlines([{ ...deadlineRecord(a!, {}), attempt: 2 }, deadlineRecord(b!, {})], OWNER)).toEqual([]);
+        expect(await store.get(key("a"))).toMatchObject({ state: "Fired", deadlineAtMs: NOW + 1_000 });
+        expect(await store.get(key("b"))).toMatchObject({ state: "Completed" });
+        expect((await claimDeadlinesOn(store, NOW + 1_000, 10)).map((t) => t.serviceCallId)).toEqual(["a"]);
+      });
+    });
+
+    /**
+     * The memory store is the reference: the same calls on it and on the store under test give the
+     * same results (recurring timers, prefix cancels and their sweep, recordFirings).
+     */
+    describe("the same results as the memory store", () => {
+      const schedule5 = (serviceCallId: string, fields: Partial<ScheduleTimerCommand> = {}) =>
+        schedule(serviceCallId, NOW, { timestampMs: 5, ...fields });
+      const cancelPrefix = (serviceCallIdPrefix: string, timestampMs: number): TimerCommand => ({
+        kind: "cancelPrefix",
+        tenantId: TENANT,
+        serviceCallIdPrefix,
+        correlationId: null,
+        timestampMs,
+      });
+      const decide = decideAt(NOW);
+
+      async function same(scenario: (s: TimerStore) => Promise<unknown>): Promise<void> {
+        const memory = new MemoryTimerStore();
+        const expected = await scenario(memory);
+        expect(await scenario(store)).toEqual(expected);
+      }
+
+      it("when a recurring timer with a lateness bound is stored, then repeat, occurrence and maxLatenessMs round trip", async () => {
+        const repeat = { everyMs: 60_000, untilMs: NOW + 3_600_000, maxOccurrences: 5, firstDueAtMs: NOW };
+        await same(async (s) => {
+          await s.applyCommands([schedule5("every-minute", { repeat, maxLatenessMs: 1_000 }), schedule5("once")], decide);
+          const due = await s.claimDue({ nowMs: NOW, limit: 10, owner: "a", leaseUntilMs: NOW + 30_000 });
+          return [await s.get(key("every-minute")), due];
+        });
+      });
+
+      it("when a firing moves a recurring timer to its next occurrence, then it stays Scheduled, unclaimed, and a stale second record is refused", async () => {
+        const repeat = { everyMs: 60_000, untilMs: null, maxOccurrences: null, firstDueAtMs: NOW };
+        await same(async (s) => {
+          await s.applyCommands([schedule5("every-minute", { repeat })], decide);
+          const [due] = await s.claimDue({ nowMs: NOW, limit: 10, owner: "a", leaseUntilMs: NOW + 30_000 });
+          const next = firing(due!, {
+            state: "Scheduled",
+            dueAtMs: NOW + 60_000,
+            occurrence: 2,
+            reachedAtMs: NOW + 5,
+            updatedAtMs: NOW + 5,
+          });
+          const first = await s.recordFirings([next], "a");
+          const again = await s.recordFirings([next], "a");
+          const byOther = await s.claimDue({ nowMs: NOW + 60_000, limit: 10, owner: "b", leaseUntilMs: NOW + 90_000 });
+          return [first, again, await s.get(due!), byOther];
+        });
+      });
+
+      it("when a prefix cancel is recorded, then later older schedules under it are ignored and claims carry its timestamp", async () => {
+        await same(async (s) => {
+          const decisions = await s.applyCommands(
+            [
+              schedule5("job-1", { timestampMs: 3 }),
+              cancelPrefix("job-", 10),
+              schedule5("job-2", { timestampMs: 7 }),
+              schedule5("other", { timestampMs: 7 }),
+            ],
+            decide,
+          );
+          const older = await s.applyCommands(
+            [cancelPrefix("job-", 8), schedule5("job-3", { timestampMs: 9 }), schedule5("job-4", { timestampMs: 11 })],
+            decide,
+          );
+          const due = await s.claimDue({ nowMs: NOW, limit: 10, owner: "a", leaseUntilMs: NOW + 30_000 });
+          return [
+            decisions.map((d) => d.outcome),
+            older.map((d) => d.outcome),
+            due.map((t) => [t.serviceCallId, t.prefixCancelTs]),
+            await s.unfinishedPrefixCancels(),
+          ];
+        });
+        const due = await store.claimDue({ nowMs: NOW, limit: 10, owner: "a", leaseUntilMs: NOW + 30_000 });
+        expect(due.map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([
+          ["job-1", 10],
+          ["job-4", 10],
+          ["other", null],
+        ]);
+        expect(await store.get(key("job-2"))).toBeUndefined();
+      });
+
+      it("when a prefix cancel is swept in small steps, then every matching timer is cancelled once and the sweep finishes", async () => {
+        await same(async (s) => {
+          const ids = ["job-a", "job-b", "job-c", "job-d", "job-e", "jobless", "job-😀", "other"];
+          await s.applyCommands(
+            ids.map((id) => schedule5(id, { timestampMs: 3 })),
+            decide,
+          );
+          await s.applyCommands([schedule5("job-new", { timestampMs: 20 }), cancelPrefix("job-", 10)], decide);
+          const steps: unknown[] = [];
+          for (let i = 0; i < 10; i++) {
+            const { decisions, done } = await s.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "job-" }, 2, decide);
+            steps.push([decisions.map((d) => [d.previous?.serviceCallId, d.outcome]), done]);
+            if (done) break;
+          }
+          const states = await Promise.all([...ids, "job-new"].map(async (id) => [id, (await s.get(key(id)))?.state]));
+          return [steps, states, await s.unfinishedPrefixCancels(), await s.countScheduled()];
+        });
+        const state = async (serviceCallId: string) => (await store.get(key(serviceCallId)))?.state;
+        expect(await Promise.all(["job-a", "job-😀", "jobless", "job-new", "other"].map(state))).toEqual([
+          "Cancelled",
+          "Cancelled",
+          "Scheduled",
+          "Scheduled",
+          "Scheduled",
+        ]);
+        expect(await store.unfinishedPrefixCancels()).toEqual([]);
       });
     });
 
@@ -907,29 +1119,6 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
     });
 
     describe("lifecycle", () => {
-      it("when the store is reopened, then every timer is kept", async (context) => {
-        if (harness.reopen === undefined) return context.skip("the store is not durable");
-        await apply(
-          schedule("scheduled", NOW + 100, { data: '{"k":"v"}', correlationId: "req" }),
-          schedule("reached", NOW - 100),
-          schedule("cancelled", NOW + 100),
-          cancel("tombstone"),
-        );
-        await fireDue(NOW);
-        await apply(cancel("cancelled", { timestampMs: 2 }));
-        const keys = ["scheduled", "reached", "cancelled", "tombstone"].map((id) => key(id));
-        const before = await Promise.all(keys.map((k) => store.get(k)));
-        expect(before.map((t) => t?.state)).toEqual(["Scheduled", "Reached", "Cancelled", "Cancelled"]);
-
-        await store.close();
-        store = await harness.reopen();
-
-        expect(await Promise.all(keys.map((k) => store.get(k)))).toEqual(before);
-        expect(await store.nextDueAt()).toBe(NOW + 100);
-        expect(await store.countScheduled()).toBe(1);
-        expect((await claim(NOW + 100, 10)).map(keyOf)).toEqual([key("scheduled")]);
-      });
-
       it("when the store is closed, then further calls fail and closing again is harmless", async () => {
         await store.close();
 
@@ -937,6 +1126,150 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         await expect(apply(schedule("any", NOW))).rejects.toThrow();
         await expect(store.close()).resolves.toBeUndefined();
       });
+    });
+  });
+}
+
+/** The cases of a durable store: what survives closing and reopening its storage. */
+export function describeDurableTimerStoreContract(name: string, open: () => Promise<DurableTimerStoreHarness>): void {
+  describe(`${name} keeps its timers across a reopen`, () => {
+    const current = useStore(open);
+    let store: TimerStore;
+    beforeEach(() => {
+      store = current.store;
+    });
+    const reopen = async (): Promise<void> => {
+      await store.close();
+      store = current.store = await current.harness.reopen();
+    };
+    const apply = (...commands: TimerCommand[]) => applyTo(store, ...commands);
+    const claim = (nowMs: number, limit: number) => claimOn(store, nowMs, limit);
+    const fireDue = async (nowMs: number) => markReachedOn(store, await claim(nowMs, 1000), nowMs, OWNER);
+    const cancelPrefix = (serviceCallIdPrefix: string, timestampMs: number): TimerCommand => ({
+      kind: "cancelPrefix",
+      tenantId: TENANT,
+      serviceCallIdPrefix,
+      correlationId: null,
+      timestampMs,
+    });
+
+    it("when the store is reopened, then every timer is kept", async () => {
+      await apply(
+        schedule("scheduled", NOW + 100, { data: '{"k":"v"}', correlationId: "req" }),
+        schedule("reached", NOW - 100),
+        schedule("cancelled", NOW + 100),
+        cancel("tombstone"),
+      );
+      await fireDue(NOW);
+      await apply(cancel("cancelled", { timestampMs: 2 }));
+      const keys = ["scheduled", "reached", "cancelled", "tombstone"].map((id) => key(id));
+      const before = await Promise.all(keys.map((k) => store.get(k)));
+      expect(before.map((t) => t?.state)).toEqual(["Scheduled", "Reached", "Cancelled", "Cancelled"]);
+
+      await reopen();
+
+      expect(await Promise.all(keys.map((k) => store.get(k)))).toEqual(before);
+      expect(await store.nextDueAt()).toBe(NOW + 100);
+      expect(await store.countScheduled()).toBe(1);
+      expect((await claim(NOW + 100, 10)).map(keyOf)).toEqual([key("scheduled")]);
+    });
+
+    it("when a rule, occurrence and lateness are stored, then they survive a reopen", async () => {
+      await storeRecurring(store);
+      await reopen();
+      await expectRecurring(store);
+    });
+
+    it("when a Failed tracked timer is retried, then it survives a reopen with its tracking cleared", async () => {
+      await failAndRetry(store);
+      await reopen();
+      await expectRetriedUntracked(store);
+    });
+
+    it("when Fired timers wait for their deadlines, then the deadlines survive a reopen", async () => {
+      await fireTracked(store, { a: NOW + 2_000, b: NOW + 1_000 });
+      await reopen();
+      expect(await store.nextDeadlineAt()).toBe(NOW + 1_000);
+      expect((await claimDeadlinesOn(store, NOW + 2_000, 10)).map((t) => t.serviceCallId)).toEqual(["b", "a"]);
+    });
+
+    it("when the store is reopened mid-sweep, then the sweep resumes after its progress", async () => {
+      await apply(...["k:1", "k:2", "k:3", "k:4", "k:5"].map((id) => schedule(id, NOW + 1_000)));
+      await apply(cancelPrefix("k:", 5));
+      const first = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, decideAt(NOW));
+      expect(first.decisions.map((d) => d.next?.serviceCallId)).toEqual(["k:1", "k:2"]);
+
+      await reopen();
+
+      expect(await store.unfinishedPrefixCancels()).toEqual([
+        { tenantId: TENANT, serviceCallIdPrefix: "k:", commandTs: 5, progressKey: "k:2" },
+      ]);
+      const second = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, decideAt(NOW));
+      expect(second.decisions.map((d) => d.next?.serviceCallId)).toEqual(["k:3", "k:4"]);
+      expect((await claim(NOW + 1_000, 10)).map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([["k:5", 5]]);
+    });
+  });
+}
+
+/**
+ * The cases of a store several instances share: one owner's live claims on due timers and on
+ * passed deadlines keep them from another owner until the lease ends.
+ */
+export function describeSharedTimerStoreContract(name: string, open: () => Promise<TimerStoreHarness>): void {
+  describe(`${name} keeps one owner's claims from another`, () => {
+    const OTHER = "instance-b";
+    const current = useStore(open);
+    let store: TimerStore;
+    beforeEach(() => {
+      store = current.store;
+    });
+    const apply = (...commands: TimerCommand[]) => applyTo(store, ...commands);
+    const claim = (nowMs: number, limit: number, after?: DueCursor, owner = OWNER) => claimOn(store, nowMs, limit, after, owner);
+    const markReached = (timers: readonly DueTimer[], reachedAtMs: number, owner: string) =>
+      markReachedOn(store, timers, reachedAtMs, owner);
+
+    it("when one owner has claimed due timers, then another owner's claim does not get them", async () => {
+      await apply(schedule("a", NOW - 2), schedule("b", NOW - 1), schedule("c", NOW));
+      const first = await claim(NOW, 2);
+
+      const second = await claim(NOW, 10, undefined, OTHER);
+
+      expect(first.map((t) => t.serviceCallId)).toEqual(["a", "b"]);
+      expect(second.map((t) => t.serviceCallId)).toEqual(["c"]);
+    });
+
+    it("when a claim has expired, then another owner takes it over and the first owner's mark is refused", async () => {
+      await apply(schedule("a", NOW));
+      const stale = await claim(NOW, 10);
+
+      const takenOver = await claim(NOW + CLAIM_TTL_MS + 1, 10, undefined, OTHER);
+
+      expect(takenOver.map((t) => t.serviceCallId)).toEqual(["a"]);
+      expect(await markReached(stale, NOW + CLAIM_TTL_MS + 2, OWNER)).toEqual([]);
+      expect(await markReached(takenOver, NOW + CLAIM_TTL_MS + 2, OTHER)).toEqual([key("a")]);
+    });
+
+    it("when an owner releases its claims, then another owner can claim the timers at once", async () => {
+      await apply(schedule("a", NOW), schedule("b", NOW));
+      await claim(NOW, 10);
+
+      await store.releaseClaims(OWNER, [key("a")]);
+      expect((await claim(NOW, 10, undefined, OTHER)).map((t) => t.serviceCallId)).toEqual(["a"]);
+      await store.releaseClaims(OWNER);
+      expect((await claim(NOW, 10, undefined, OTHER)).map((t) => t.serviceCallId)).toEqual(["a", "b"]);
+    });
+
+    it("when one owner has claimed passed deadlines, then another owner gets them only after the lease, and the first owner's record is then refused", async () => {
+      await fireTracked(store, { a: NOW + 1_000, b: NOW + 1_000 });
+      const [first] = await claimDeadlinesOn(store, NOW + 1_000, 1);
+
+      expect((await claimDeadlinesOn(store, NOW + 1_000, 10, OTHER)).map((t) => t.serviceCallId)).toEqual(["b"]);
+      expect(await store.recordDeadlines([deadlineRecord(first!, {})], OTHER)).toEqual([]);
+      const later = NOW + 1_000 + CLAIM_TTL_MS + 1;
+      const takenOver = await claimDeadlinesOn(store, later, 10, OTHER);
+      expect(takenOver.map((t) => t.serviceCallId)).toEqual(["a", "b"]);
+      expect(await store.recordDeadlines([deadlineRecord(first!, {})], OWNER)).toEqual([]);
+      expect(await store.recordDeadlines([deadlineRecord(takenOver[0]!, {})], OTHER)).toEqual([key("a")]);
     });
   });
 }

@@ -4,7 +4,8 @@ import { NatsCluster, type NatsClusterNode } from "../support/nats-cluster.js";
 import { TimerClient } from "../support/timer-client.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
-import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, until, waitUntilStored } from "./fault-support.js";
+import { TENANT, earlyEvents, mismatchedEvents, planTimers, scheduleAll, waitUntilStored } from "./fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 const TIMERS = 2_000;
 /** Replicated publishes are slow on a loaded machine: the first timer is due this long after scheduling starts. */
@@ -70,7 +71,7 @@ describe("clustered broker with R3 streams", () => {
     console.info(`broker-cluster: ${TIMERS} timers scheduled and stored in ${Date.now() - scheduledAtMs} ms`);
     expect(Date.now(), "every timer must be stored before the first is due").toBeLessThan(timers[0]!.dueAtMs);
 
-    await until(async () => (await storedEvents(jsm)) >= TIMERS * 0.2, 40_000, "a fifth of the timers fired");
+    await waitUntil(async () => (await storedEvents(jsm)) >= TIMERS * 0.2, 40_000, "a fifth of the timers fired");
     const first = await streamLeader(cluster, jsm, "TIMER_EVENTS");
     const firedAtFirstStop = await storedEvents(jsm);
     await first.stop(true);
@@ -79,7 +80,7 @@ describe("clustered broker with R3 streams", () => {
     // One node at a time: the second stop must leave every stream two current replicas (a quorum).
     await cluster.waitUntilReplicasCurrent(STREAMS, 30_000);
 
-    await until(async () => (await storedEvents(jsm)) >= TIMERS * 0.6, 40_000, "three fifths of the timers fired");
+    await waitUntil(async () => (await storedEvents(jsm)) >= TIMERS * 0.6, 40_000, "three fifths of the timers fired");
     const leaderNow = await streamLeader(cluster, jsm, "TIMER_EVENTS");
     const second = leaderNow !== first ? leaderNow : cluster.nodes.find((node) => node !== first)!;
     const firedAtSecondStop = await storedEvents(jsm);

@@ -9,11 +9,11 @@ import {
   mismatchedEvents,
   planTimers,
   scheduleAll,
-  until,
   waitUntilStored,
   startFaultHarness,
   type FaultHarness,
 } from "./fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 /**
  * CONTRACT §3.9: the service survives the broker going away, reports not-ready meanwhile, reconnects
@@ -41,7 +41,7 @@ describe("broker outage", () => {
     await nats.stop(true);
     await service.waitForReadyz(503, 5_000);
     const lastDueInOutage = duringOutage[duringOutage.length - 1]!.dueAtMs;
-    await until(() => Date.now() > lastDueInOutage + 500, 10_000, "the outage outlasts the due times");
+    await waitUntil(() => Date.now() > lastDueInOutage + 500, 10_000, "the outage outlasts the due times");
     await service.waitForReadyz(503, 1_000);
     const restartedAtMs = Date.now();
     await nats.restart();
@@ -75,7 +75,7 @@ describe("broker outage", () => {
     for (const entry of readdirSync(nats.storeDir)) rmSync(join(nats.storeDir, entry), { recursive: true, force: true });
     await service.waitForReadyz(503, 5_000);
     const lastDueInOutage = storedBefore[storedBefore.length - 1]!.dueAtMs;
-    await until(() => Date.now() > lastDueInOutage + 300, 10_000, "the outage outlasts the due times");
+    await waitUntil(() => Date.now() > lastDueInOutage + 300, 10_000, "the outage outlasts the due times");
     await nats.restart();
     await service.waitForReadyz(200, 15_000);
 

@@ -7,7 +7,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReceivedEvent } from "../support/timer-client.js";
-import { startFaultHarness, until, type FaultHarness } from "./fault-support.js";
+import { startFaultHarness, type FaultHarness } from "./fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 const HOSTILE = "hostile";
 const OTHER = "bystander";
@@ -79,13 +80,13 @@ describe("a command cannot stall the service", () => {
       envelope(HOSTILE, "ScheduleTimer", { serviceCallId: "year-1-every", dueAt: "0001-01-01T00:00:00Z", repeat: { everyMs: 1_000 } }),
     );
 
-    await until(() => eventsOf(client.events, HOSTILE, "year-0-cron").length >= 1, 15_000, "the cron's catch-up event");
-    await until(
+    await waitUntil(() => eventsOf(client.events, HOSTILE, "year-0-cron").length >= 1, 15_000, "the cron's catch-up event");
+    await waitUntil(
       () => eventsOf(client.events, HOSTILE, "year-1-every").length >= 3,
       15_000,
       "the interval timer's catch-up and next occurrences",
     );
-    await until(
+    await waitUntil(
       () => Array.from({ length: 20 }, (_, i) => eventsOf(client.events, OTHER, `b-${i}`).length).every((n) => n === 1),
       15_000,
       `the other tenant's 20 timers (${Array.from({ length: 20 }, (_, i) => eventsOf(client.events, OTHER, `b-${i}`).length).join(",")})`,
@@ -116,7 +117,7 @@ describe("a command cannot stall the service", () => {
     await service.restart();
     expect(Date.now() - restartedAt, "ready at once after kill -9").toBeLessThan(15_000);
     const afterRestart = eventsOf(client.events, HOSTILE, "year-1-every").length;
-    await until(
+    await waitUntil(
       () => eventsOf(client.events, HOSTILE, "year-1-every").length >= afterRestart + 2,
       10_000,
       "the interval timer goes on after the restart",
@@ -134,7 +135,7 @@ describe("a command cannot stall the service", () => {
     const deep = `${"[".repeat(8_000)}${"]".repeat(8_000)}`;
     const body = `{"id":"deep-1","type":"ScheduleTimer","tenantId":"${HOSTILE}","timestampMs":${Date.now()},"payload":{"tenantId":"${HOSTILE}","serviceCallId":"deep","dueAt":"${new Date(Date.now() + 60_000).toISOString()}","data":${deep}}}`;
     await client.publishRaw(`timer.commands.schedule.${HOSTILE}`, body);
-    await until(
+    await waitUntil(
       () => client.events.some((e) => e.body.type === "CommandRejected" && e.body.payload?.commandId === "deep-1"),
       10_000,
       "the rejection",
@@ -166,13 +167,13 @@ describe("a command cannot stall the service", () => {
         payload: { tenantId: HOSTILE, serviceCallId: "pinned", dueAt: farDue },
       }),
     );
-    await until(() => client.events.some((e) => e.body.payload?.commandId === "pin-1"), 10_000, "the rejection");
+    await waitUntil(() => client.events.some((e) => e.body.payload?.commandId === "pin-1"), 10_000, "the rejection");
     expect(client.events.find((e) => e.body.payload?.commandId === "pin-1")!.body.payload.code).toBe("INVALID_ENVELOPE");
 
     await client.publishRaw(
       `timer.commands.schedule.${HOSTILE}`,
       envelope(HOSTILE, "ScheduleTimer", { serviceCallId: "pinned", dueAt: new Date(Date.now() + 500).toISOString() }),
     );
-    await until(() => eventsOf(client.events, HOSTILE, "pinned").length === 1, 10_000, "the timer fires as its owner scheduled it");
+    await waitUntil(() => eventsOf(client.events, HOSTILE, "pinned").length === 1, 10_000, "the timer fires as its owner scheduled it");
   }, 60_000);
 });

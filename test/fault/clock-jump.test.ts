@@ -7,12 +7,11 @@ import {
   planTimers,
   scheduleAll,
   startFaultHarness,
-  until,
   waitUntilStored,
   type FaultHarness,
   type PlannedTimer,
 } from "./fault-support.js";
-import { waitFor } from "../support/wait-for.js";
+import { waitFor, waitUntil } from "../support/wait-for.js";
 
 /**
  * Wall-clock jumps under the service (libfaketime, wall clock only: an NTP step) and a VM-style
@@ -113,7 +112,11 @@ describe.skipIf(unavailable !== undefined)("wall-clock jumps (libfaketime, wall 
 
     clock.set(-HOUR_MS);
     await new Promise((r) => setTimeout(r, FakeWallClock.SETTLE_MS));
-    await until(() => Date.now() > t0 + 9_000 + POLLING_INTERVAL_MS + 1_000, 20_000, "past every due time by the real clock, plus a poll");
+    await waitUntil(
+      () => Date.now() > t0 + 9_000 + POLLING_INTERVAL_MS + 1_000,
+      20_000,
+      "past every due time by the real clock, plus a poll",
+    );
     const firedEarly = pending.filter((t) => reader.hasFired(TENANT, t.serviceCallId));
 
     // The wake loop still works on the service's (stepped back) clock: a timer due 2 s ahead of it.

@@ -6,6 +6,7 @@ import { TimerClient } from "../support/timer-client.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { EventStreamReader, type StreamedDueEvent } from "../support/event-stream-reader.js";
 import { commandConsumersState } from "../support/command-consumers.js";
+import { waitUntil } from "../support/wait-for.js";
 
 /** Shared by the fault tests: what they schedule, how they wait, what "early" means. */
 
@@ -72,16 +73,6 @@ export async function scheduleAll(
   await Promise.all(Array.from({ length: Math.min(options.concurrency ?? 100, timers.length) }, worker));
 }
 
-/** Polls `condition` every 50 ms until it holds; fails after `timeoutMs` naming `what`. */
-export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await condition()) return;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** The durable command consumers' backlog: not yet delivered and delivered but not acked. */
 export async function commandBacklog(client: TimerClient): Promise<{ pending: number; ackPending: number }> {
   const jsm = await jetstreamManager(client.connection);
@@ -100,7 +91,7 @@ export async function waitUntilStored(
   timeoutMs = 15_000,
 ): Promise<void> {
   let last = "";
-  await until(
+  await waitUntil(
     async () => {
       const backlog = await commandBacklog(client);
       const pending = await service.metric("timer_schedules_pending");

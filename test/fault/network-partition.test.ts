@@ -8,16 +8,8 @@ import { EventStreamReader, type StreamedDueEvent } from "../support/event-strea
 import { ServiceNamespace } from "../support/network-namespace.js";
 import { DelayProxy } from "../support/delay-proxy.js";
 import { TEST_DATABASE_URL, uniqueSchema } from "../support/test-postgres.js";
-import {
-  TENANT,
-  commandBacklog,
-  earlyEvents,
-  mismatchedEvents,
-  planTimers,
-  scheduleAll,
-  until,
-  type PlannedTimer,
-} from "./fault-support.js";
+import { TENANT, commandBacklog, earlyEvents, mismatchedEvents, planTimers, scheduleAll, type PlannedTimer } from "./fault-support.js";
+import { waitFor, waitUntil } from "../support/wait-for.js";
 
 /**
  * Partitions between the service and the broker (and Postgres), not a broker that is down: the
@@ -92,13 +84,13 @@ async function startServiceIn(ns: ServiceNamespace, brokerUrl: string, env: Reco
 
 async function waitForReadyzIn(ns: ServiceNamespace, service: TimerServiceProcess, status: number, timeoutMs: number): Promise<number> {
   const started = Date.now();
-  let last = { status: 0, body: "" };
-  while (Date.now() - started < timeoutMs) {
-    last = await ns.httpGet(`http://127.0.0.1:${service.httpPort}/readyz`);
-    if (last.status === status) return Date.now() - started;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`/readyz (inside ${ns.name}) was not ${status} within ${timeoutMs} ms; last: ${last.status} ${last.body}`);
+  await waitFor(() => ns.httpGet(`http://127.0.0.1:${service.httpPort}/readyz`), {
+    until: (reply) => reply.status === status,
+    timeoutMs,
+    everyMs: 200,
+    what: `/readyz (inside ${ns.name}) to be ${status}`,
+  });
+  return Date.now() - started;
 }
 
 /** Reads /readyz from inside the namespace every 500 ms until stopped: [ms since start, status]. */
@@ -131,7 +123,7 @@ function probeReadyz(
 
 /** Waits until the durable command consumer has nothing pending or unacked. */
 async function waitConsumerDrained(client: TimerClient, timeoutMs: number): Promise<void> {
-  await until(
+  await waitUntil(
     async () => {
       const backlog = await commandBacklog(client);
       return backlog.pending === 0 && backlog.ackPending === 0;
@@ -182,7 +174,7 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
     const before = planTimers("before", 300, t0, 1_000, 50_000);
     await scheduleAll(client, before);
     await waitConsumerDrained(client, 15_000);
-    await until(() => reader.firedTimers > 0, 10_000, "firing under way before the cut");
+    await waitUntil(() => reader.firedTimers > 0, 10_000, "firing under way before the cut");
 
     const probe = probeReadyz(ns, service);
     const cutAt = Date.now();
@@ -191,7 +183,7 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
     const during = planTimers("during", 200, cutAt, 5_000, 25_000);
     await scheduleAll(client, during);
     const firedAtCut = reader.firedTimers;
-    await until(() => Date.now() >= cutAt + CUT_MS, CUT_MS + 5_000, "the cut lasts 30 s");
+    await waitUntil(() => Date.now() >= cutAt + CUT_MS, CUT_MS + 5_000, "the cut lasts 30 s");
     const firedDuringCut = reader.firedTimers - firedAtCut;
     ns.heal();
     const healedAt = Date.now();
@@ -232,7 +224,7 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
       // 20 timers a second, due across the whole window; their commands too go over the bad link.
       const timers = planTimers("netem", Math.round(NETEM_MS / 50), netemAt, 1_000, NETEM_MS - 1_000);
       await scheduleAll(client, timers, { concurrency: 20 });
-      await until(() => Date.now() >= netemAt + NETEM_MS, NETEM_MS + 5_000, "the netem window");
+      await waitUntil(() => Date.now() >= netemAt + NETEM_MS, NETEM_MS + 5_000, "the netem window");
       const firedInWindow = timers.filter((t) => reader.hasFired(TENANT, t.serviceCallId)).length;
       proxy!.delayMs = 0;
       ns.clearLoss();
@@ -295,7 +287,7 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
       const timers = planTimers("pg", 400, t0, 2_000, 25_000);
       await scheduleAll(client, timers);
       await waitConsumerDrained(client, 20_000);
-      await until(() => reader.firedTimers >= 40, 15_000, "both instances firing before the cut");
+      await waitUntil(() => reader.firedTimers >= 40, 15_000, "both instances firing before the cut");
 
       const probe = probeReadyz(ns, cut);
       const cutAt = Date.now();
@@ -309,7 +301,7 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
       ns.dropPort(databasePort);
       const held = await claimsHeldBy(schema, cut.pid!);
       // Everything due up to the end of the cut must fire meanwhile, by the other instance.
-      await until(() => Date.now() >= t0 + 25_000 + 3_000 + 2_000, 40_000, "the cut outlasts the due times and the claim TTL");
+      await waitUntil(() => Date.now() >= t0 + 25_000 + 3_000 + 2_000, 40_000, "the cut outlasts the due times and the claim TTL");
       const missingDuringCut = timers.filter((t) => !reader.hasFired(TENANT, t.serviceCallId));
       const lastPollAtHealS = await lastPollSeconds(ns, cut);
       const healedAt = Date.now();
@@ -323,7 +315,7 @@ describe.skipIf(unavailable !== undefined)("network partition (netns, veth, root
       );
       // The cut instance polls again by itself (TCP retransmits reach Postgres once the link is back).
       let lastPollS = 0;
-      await until(
+      await waitUntil(
         async () => (lastPollS = await lastPollSeconds(ns, cut)) * 1000 > healedAt,
         90_000,
         "the cut instance polls again after the heal",

@@ -5,7 +5,8 @@ import { TimerClient } from "../support/timer-client.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
 import { FreezeProxy } from "../support/freeze-proxy.js";
 import { TEST_DATABASE_URL, uniqueSchema } from "../support/test-postgres.js";
-import { TENANT, commandBacklog, earlyEvents, planTimers, scheduleAll, until } from "./fault-support.js";
+import { TENANT, commandBacklog, earlyEvents, planTimers, scheduleAll } from "./fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 /**
  * CONTRACT §16: Postgres stops answering (a TCP relay that freezes: no RST, no FIN, the sockets stay
@@ -76,7 +77,7 @@ describe.each([1, 2])("Postgres frozen, %i instance(s)", (instances) => {
     // Due while frozen (they wait), and after the thaw.
     const before = planTimers("before", 40, baseMs, FREEZE_MS / 2, FREEZE_MS + 4_000);
     await scheduleAll(client, before);
-    await until(
+    await waitUntil(
       async () => (await commandBacklog(client)).ackPending + (await commandBacklog(client)).pending === 0,
       15_000,
       "commands stored",
@@ -89,7 +90,7 @@ describe.each([1, 2])("Postgres frozen, %i instance(s)", (instances) => {
     const during = planTimers("during", 20, frozenAtMs, 500, FREEZE_MS + 2_000);
     await scheduleAll(client, during);
     const notReadyMs = await Promise.all(services.map((service) => msUntilReadyz(service, 503, frozenAtMs, 2 * TIMEOUT_MS + 3_000)));
-    await until(() => Date.now() - frozenAtMs >= FREEZE_MS, FREEZE_MS + 1_000, "freeze lasts");
+    await waitUntil(() => Date.now() - frozenAtMs >= FREEZE_MS, FREEZE_MS + 1_000, "freeze lasts");
     for (const service of services) expect((await readyz(service)).status).toBe(503);
     expect(reader.events.filter((event) => event.tenantId === TENANT && event.storedAtMs > frozenAtMs + TIMEOUT_MS)).toHaveLength(0);
 
@@ -113,7 +114,7 @@ describe.each([1, 2])("Postgres frozen, %i instance(s)", (instances) => {
     const logs = services.flatMap((service) => service.logLines);
     expect(logs.some((line) => line.includes("storage not writable"))).toBe(true);
     expect(logs.filter((line) => line.includes(PASSWORD))).toEqual([]);
-    await until(
+    await waitUntil(
       async () => {
         const backlog = await commandBacklog(client);
         return backlog.pending + backlog.ackPending === 0;

@@ -9,6 +9,7 @@ import { EventStreamReader } from "../support/event-stream-reader.js";
 import { TEST_DATABASE_URL, TEST_STORE, dropSchema, uniqueSchema } from "../support/test-postgres.js";
 import { TENANT, earlyEvents, mismatchedEvents, type PlannedTimer } from "./fault-support.js";
 import { commandConsumersState } from "../support/command-consumers.js";
+import { waitUntil } from "../support/wait-for.js";
 
 const SPREAD = 50_000;
 const BURST = 20_000;
@@ -90,7 +91,7 @@ describe.skipIf(TEST_STORE === "postgres")("three instances on one Postgres", ()
     // Ingest of the spread timers, each cancel right after its schedule (so it is the newer command);
     // instance 0 is killed once a third of them are in the stream.
     const killDuringIngest = (async () => {
-      await untilTrue(() => producer.acked >= SPREAD / 3, 120_000, "a third of the spread timers acked by the stream");
+      await waitUntil(() => producer.acked >= SPREAD / 3, 120_000, "a third of the spread timers acked by the stream");
       const at = producer.acked;
       await services[0]!.kill("SIGKILL");
       await sleep(1_000);
@@ -106,13 +107,13 @@ describe.skipIf(TEST_STORE === "postgres")("three instances on one Postgres", ()
     await producer.publishAll(burst, () => false);
     const ingestKillAt = await killDuringIngest;
     const ingestedMs = Date.now() - startMs;
-    await untilTrue(() => Date.now() >= burstAtMs - 1_000, 120_000, "the burst is nearly due");
+    await waitUntil(() => Date.now() >= burstAtMs - 1_000, 120_000, "the burst is nearly due");
     const consumers = await commandConsumersState(await jetstreamManager(connection));
     const backlog = { pending: consumers.pending, ackPending: consumers.ackPending };
 
     // Instance 1 is killed mid-burst: some of the burst has fired, not all.
     const burstFired = (): number => burst.filter((t) => reader.hasFired(TENANT, t.serviceCallId)).length;
-    await untilTrue(() => burstFired() >= BURST / 10, 60_000, "a tenth of the burst fired");
+    await waitUntil(() => burstFired() >= BURST / 10, 60_000, "a tenth of the burst fired");
     const burstFiredAtKill = burstFired();
     await services[1]!.kill("SIGKILL");
     await sleep(1_000);
@@ -126,7 +127,7 @@ describe.skipIf(TEST_STORE === "postgres")("three instances on one Postgres", ()
       mustFire.map((t) => t.serviceCallId),
       120_000,
     );
-    await untilTrue(() => Date.now() > spread.at(-1)!.dueAtMs + 1_000, 60_000, "the last spread timer is past due");
+    await waitUntil(() => Date.now() > spread.at(-1)!.dueAtMs + 1_000, 60_000, "the last spread timer is past due");
     // Late republishes of expired claims land within a claim TTL and a poll.
     await sleep(CLAIM_TTL_MS + 1_500);
 
@@ -253,11 +254,3 @@ function countPublishes(connection: NatsConnection): { total: number; byMsgId: M
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function untilTrue(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(20);
-  }
-}

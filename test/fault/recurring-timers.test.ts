@@ -6,7 +6,8 @@
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReceivedEvent } from "../support/timer-client.js";
-import { TENANT, startFaultHarness, until, type FaultHarness } from "./fault-support.js";
+import { TENANT, startFaultHarness, type FaultHarness } from "./fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 import { TEST_STORE } from "../support/test-postgres.js";
 
 let counter = 0;
@@ -36,13 +37,17 @@ describe("recurring timers, lateness and prefix cancel against the real service"
     const { client, service } = harness;
     const firstDueMs = Math.ceil((Date.now() + 1_500) / 1_000) * 1_000;
     await schedule({ serviceCallId: "tick", dueAt: new Date(firstDueMs).toISOString(), repeat: { everyMs: 1_000 } });
-    await until(() => eventsOf(client.events, "DueTimeReached", "tick").length >= 2, 10_000, "two occurrences before the stop");
+    await waitUntil(() => eventsOf(client.events, "DueTimeReached", "tick").length >= 2, 10_000, "two occurrences before the stop");
 
     await service.kill("SIGTERM");
     const beforeStop = eventsOf(client.events, "DueTimeReached", "tick").length;
     await sleep(10_000);
     await service.restart();
-    await until(() => eventsOf(client.events, "DueTimeReached", "tick").length >= beforeStop + 4, 15_000, "occurrences after the restart");
+    await waitUntil(
+      () => eventsOf(client.events, "DueTimeReached", "tick").length >= beforeStop + 4,
+      15_000,
+      "occurrences after the restart",
+    );
 
     const after = eventsOf(client.events, "DueTimeReached", "tick")
       .slice(beforeStop)
@@ -64,12 +69,12 @@ describe("recurring timers, lateness and prefix cancel against the real service"
     const { client, service } = harness;
     const dueAtMs = Date.now() + 2_000;
     await schedule({ serviceCallId: "late", dueAt: new Date(dueAtMs).toISOString(), maxLatenessMs: 500, data: { reminder: 1 } });
-    await until(async () => (await service.metric("timer_schedules_pending")) === 1, 5_000, "timer stored");
+    await waitUntil(async () => (await service.metric("timer_schedules_pending")) === 1, 5_000, "timer stored");
 
     await service.kill("SIGTERM");
     await sleep(Math.max(0, dueAtMs + 1_500 - Date.now()));
     await service.restart();
-    await until(() => eventsOf(client.events, "DueTimeMissed", "late").length > 0, 10_000, "DueTimeMissed");
+    await waitUntil(() => eventsOf(client.events, "DueTimeMissed", "late").length > 0, 10_000, "DueTimeMissed");
     await sleep(1_500);
 
     const missed = eventsOf(client.events, "DueTimeMissed", "late");
@@ -95,7 +100,7 @@ describe("recurring timers, lateness and prefix cancel against the real service"
       expect(await service.metric("timer_schedules_pending")).toBe(100_000);
       const beatDueMs = Math.ceil((Date.now() + 1_000) / 1_000) * 1_000;
       await schedule({ serviceCallId: "beat", dueAt: new Date(beatDueMs).toISOString(), repeat: { everyMs: 1_000 } });
-      await until(() => eventsOf(client.events, "DueTimeReached", "beat").length >= 2, 10_000, "beat fires").catch((error: Error) => {
+      await waitUntil(() => eventsOf(client.events, "DueTimeReached", "beat").length >= 2, 10_000, "beat fires").catch((error: Error) => {
         throw new Error(`${error.message}; log: ${service.logLines.slice(-8).join("\n")}`);
       });
 
@@ -105,7 +110,7 @@ describe("recurring timers, lateness and prefix cancel against the real service"
         `timer.commands.cancelprefix.${TENANT}`,
         envelope("CancelTimersByPrefix", { serviceCallIdPrefix: "order-4711:" }, cancelTs),
       );
-      await until(async () => (await service.metric("timer_schedules_pending")) === 1, 60_000, "every matching timer cancelled");
+      await waitUntil(async () => (await service.metric("timer_schedules_pending")) === 1, 60_000, "every matching timer cancelled");
       await sleep(1_000);
 
       const beatsDuring = eventsOf(client.events, "DueTimeReached", "beat")

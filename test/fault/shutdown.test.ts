@@ -5,7 +5,8 @@ import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
-import { TENANT, commandBacklog, earlyEvents, planTimers, scheduleAll, storedTimerStatesOf, until } from "./fault-support.js";
+import { TENANT, commandBacklog, earlyEvents, planTimers, scheduleAll, storedTimerStatesOf } from "./fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 /** CONTRACT §4: SIGTERM/SIGINT stop consuming, finish the batch in hand, close storage, exit 0 within 10 s. */
 describe("shutdown", () => {
@@ -49,7 +50,7 @@ describe("shutdown", () => {
     const timers = planTimers("inflight", 2_000, Date.now(), 3_000, 5_000);
     let acked = 0;
     const publishing = scheduleAll(client, timers, { concurrency: 10, onAcked: () => acked++ });
-    await until(async () => ((await service.metric("timer_schedules_pending")) ?? 0) >= 200, 20_000, "ingest under way");
+    await waitUntil(async () => ((await service.metric("timer_schedules_pending")) ?? 0) >= 200, 20_000, "ingest under way");
 
     const signalledAtMs = Date.now();
     const exit = await service.kill("SIGTERM");
@@ -93,8 +94,8 @@ describe("shutdown", () => {
 
     const killedAtMs = Date.now();
     await service.kill("SIGKILL");
-    await until(() => !isAlive(nodePid!), 3_000, "the orphaned node process exits");
-    await until(async () => !(await answers(service.baseUrl)), 3_000, "the HTTP port stops answering");
+    await waitUntil(() => !isAlive(nodePid!), 3_000, "the orphaned node process exits");
+    await waitUntil(async () => !(await answers(service.baseUrl)), 3_000, "the HTTP port stops answering");
     console.info(`npm start: node exited ${Date.now() - killedAtMs} ms after npm was killed`);
 
     await service.restart();
@@ -103,7 +104,7 @@ describe("shutdown", () => {
     const exit = await service.kill("SIGTERM");
     expect(exit).toEqual({ code: 0, signal: null });
     expect(Date.now() - signalledAtMs).toBeLessThan(10_000);
-    await until(() => restartedNode === undefined || !isAlive(restartedNode), 1_000, "node exits with npm");
+    await waitUntil(() => restartedNode === undefined || !isAlive(restartedNode), 1_000, "node exits with npm");
   });
 });
 

@@ -9,9 +9,9 @@ import {
   planTimers,
   scheduleAll,
   startFaultHarness,
-  until,
   type FaultHarness,
 } from "./fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 /**
  * A slow disk under SQLite: every write and sync syscall of the service held for SLOW_DISK_DELAY_MS
@@ -42,7 +42,7 @@ function percentile(values: readonly number[], p: number): number {
 async function timeToStore(harness: FaultHarness, prefix: string, count: number, dueFromMs: number, dueToMs: number): Promise<number> {
   const started = Date.now();
   await scheduleAll(harness.client, planTimers(prefix, count, started, dueFromMs, dueToMs));
-  await until(
+  await waitUntil(
     async () => {
       const backlog = await commandBacklog(harness.client);
       return backlog.pending === 0 && backlog.ackPending === 0;
@@ -77,7 +77,7 @@ describe.skipIf(unavailable !== undefined)("slow disk (strace delay injection, r
     await ready.stop();
     await health.stop();
     await injector.detach();
-    await until(async () => (await service.metric("timer_schedules_pending")) === 0, 10_000, "nothing left Scheduled");
+    await waitUntil(async () => (await service.metric("timer_schedules_pending")) === 0, 10_000, "nothing left Scheduled");
 
     const readyStats = ready.stats(slowFrom, slowTo);
     const healthStats = health.stats(slowFrom, slowTo);

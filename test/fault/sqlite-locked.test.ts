@@ -5,7 +5,8 @@ import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
-import { TENANT, commandBacklog, earlyEvents, planTimers, scheduleAll, until } from "./fault-support.js";
+import { TENANT, commandBacklog, earlyEvents, planTimers, scheduleAll } from "./fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 /**
  * CONTRACT §16 on SQLite: another process holds the database's write lock (an open exclusive
@@ -65,7 +66,7 @@ describe("SQLite locked by another process", () => {
     const baseMs = Date.now();
     const before = planTimers("locked-before", 20, baseMs, LOCK_MS + 2_000, LOCK_MS + 4_000);
     await scheduleAll(client, before);
-    await until(
+    await waitUntil(
       async () => {
         const backlog = await commandBacklog(client);
         return backlog.pending + backlog.ackPending === 0;

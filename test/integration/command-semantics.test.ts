@@ -38,6 +38,12 @@ const PROCESSED = "timer_schedules_processed_total";
 const FIRE_LAG_COUNT = "timer_fire_lag_seconds_count";
 
 /** CONTRACT §3: how ScheduleTimer and CancelTimer change a timer, observed through events and metrics. */
+/**
+ * How far ahead a timer is due that a cancel sent right after it must reach first: room for two
+ * publishes and their processing on a loaded machine.
+ */
+const CANCEL_MARGIN_MS = 3_000;
+
 describe("command semantics", () => {
   let nats: NatsServerProcess;
   let service: TimerServiceProcess;
@@ -124,7 +130,7 @@ describe("command semantics", () => {
     const scheduleFirst = uniqueId("schedule-then-cancel");
     const cancelFirst = uniqueId("cancel-then-schedule");
     const ts = Date.now();
-    const dueAt = fromNow(300);
+    const dueAt = fromNow(CANCEL_MARGIN_MS);
     const before = await settledMetrics(service, client);
 
     await client.schedule(tenantId, scheduleFirst, dueAt, { timestampMs: ts });
@@ -132,7 +138,7 @@ describe("command semantics", () => {
     await client.cancel(tenantId, cancelFirst, { timestampMs: ts });
     await client.schedule(tenantId, cancelFirst, dueAt, { timestampMs: ts });
 
-    await barrier(client, "barrier", fromNow(600));
+    await barrier(client, "barrier", fromNow(CANCEL_MARGIN_MS + 300));
     expectNeverFired(client, tenantId, scheduleFirst, cancelFirst);
     expect(deltas(before, await settledMetrics(service, client), COMMAND_SERIES)).toMatchObject({
       [SCHEDULE_ACCEPTED]: 2, // scheduleFirst + barrier
@@ -145,10 +151,10 @@ describe("command semantics", () => {
     const tenantId = "cancel";
     const id = uniqueId("cancelled");
     const pendingBefore = (await settledMetrics(service, client)).get(PENDING);
-    await client.schedule(tenantId, id, fromNow(300));
+    await client.schedule(tenantId, id, fromNow(CANCEL_MARGIN_MS));
     await client.cancel(tenantId, id);
 
-    await barrier(client, "barrier", fromNow(600));
+    await barrier(client, "barrier", fromNow(CANCEL_MARGIN_MS + 300));
     expectNeverFired(client, tenantId, id);
     expect((await settledMetrics(service, client)).get(PENDING)).toBe(pendingBefore);
   });
@@ -240,19 +246,19 @@ describe("command semantics", () => {
 
     // The same schedule twice: one timer, one event.
     const schedule = JSON.stringify(
-      scheduleEnvelope(tenantId, twice, fromNow(300), { timestampMs: ts, correlationId: "dup" }, { data: { n: 1 } }),
+      scheduleEnvelope(tenantId, twice, fromNow(CANCEL_MARGIN_MS), { timestampMs: ts, correlationId: "dup" }, { data: { n: 1 } }),
     );
     await client.publishRaw(`timer.commands.schedule.${tenantId}`, schedule);
     await client.publishRaw(`timer.commands.schedule.${tenantId}`, schedule);
     // A schedule redelivered after the cancel that followed it must not resurrect the timer.
-    const resent = JSON.stringify(scheduleEnvelope(tenantId, afterCancel, fromNow(300), { timestampMs: ts }));
+    const resent = JSON.stringify(scheduleEnvelope(tenantId, afterCancel, fromNow(CANCEL_MARGIN_MS), { timestampMs: ts }));
     await client.publishRaw(`timer.commands.schedule.${tenantId}`, resent);
     await client.cancel(tenantId, afterCancel, { timestampMs: ts + 1, id: "cancel-dup" });
     await client.publishRaw(`timer.commands.schedule.${tenantId}`, resent);
     await client.cancel(tenantId, afterCancel, { timestampMs: ts + 1, id: "cancel-dup" });
 
     await client.waitForDue(tenantId, twice);
-    await barrier(client, "barrier", fromNow(600));
+    await barrier(client, "barrier", fromNow(CANCEL_MARGIN_MS + 300));
     expect(eventsFor(client, "DueTimeReached", tenantId, twice)).toHaveLength(1);
     expectNeverFired(client, tenantId, afterCancel);
     expect(deltas(before, await settledMetrics(service, client), COMMAND_SERIES)).toMatchObject({

@@ -4,6 +4,7 @@ import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient, type ReceivedEvent } from "../support/timer-client.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
 import { scrapeMetrics, uniqueId } from "./integration-support.js";
+import { waitFor } from "../support/wait-for.js";
 
 /**
  * Completion tracking (CONTRACT §11) end to end: the built service, a real nats-server, a consumer
@@ -72,18 +73,9 @@ describe("completion tracking (CONTRACT §11)", () => {
     return ((await response.json()) as { timer: Record<string, any> }).timer;
   }
 
-  async function until(
-    serviceCallId: string,
-    check: (timer: Record<string, any> | null) => boolean,
-    timeoutMs = 30_000,
-  ): Promise<Record<string, any> | null> {
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const timer = await view(serviceCallId);
-      if (check(timer)) return timer;
-      if (Date.now() > end) throw new Error(`timer ${serviceCallId} never matched; last ${JSON.stringify(timer)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  /** Polls the timer's view until `check` holds. */
+  function until(serviceCallId: string, check: (timer: Record<string, any> | null) => boolean, timeoutMs = 30_000) {
+    return waitFor(() => view(serviceCallId), { until: check, timeoutMs, everyMs: 100, what: `timer ${serviceCallId}` });
   }
 
   it("when the consumer completes on the first try, then the timer is Completed with attempt 1, its result and duration", async () => {

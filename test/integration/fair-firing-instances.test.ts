@@ -11,7 +11,7 @@ import { TimerClient, type ReceivedEvent } from "../support/timer-client.js";
 import { TEST_DATABASE_URL, TEST_STORE, dropSchema, uniqueSchema } from "../support/test-postgres.js";
 import { commandConsumersState } from "../support/command-consumers.js";
 import { waitFor } from "../support/wait-for.js";
-import { until } from "../fault/fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 const NOISY = "noisy";
 const QUIET = "quiet";
@@ -81,8 +81,8 @@ describe.skipIf(TEST_STORE === "postgres")(`fair firing with ${INSTANCES} instan
     );
     expect(Date.now(), "stored before the burst falls due (raise the lead time if this fails)").toBeLessThan(burstAtMs);
 
-    await until(() => dueOf(client.events, QUIET).length === 20, 60_000, "the quiet tenant's 20 timers");
-    await until(() => dueOf(client.events, NOISY).length >= BACKLOG, 120_000, "the noisy tenant's backlog");
+    await waitUntil(() => dueOf(client.events, QUIET).length === 20, 60_000, "the quiet tenant's 20 timers");
+    await waitUntil(() => dueOf(client.events, NOISY).length >= BACKLOG, 120_000, "the noisy tenant's backlog");
 
     const quietLateness = dueOf(client.events, QUIET).map((e) => e.body.payload.lateMs as number);
     expect(Math.max(...quietLateness), `quiet tenant lateness ${JSON.stringify(quietLateness)}`).toBeLessThan(1_000);

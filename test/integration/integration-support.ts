@@ -3,6 +3,7 @@ import { jetstream, jetstreamManager, type JetStreamManager, type PubAck } from 
 import type { ReceivedEvent, TimerClient } from "../support/timer-client.js";
 import type { TimerServiceProcess } from "../support/timer-service-process.js";
 import { scrapeMetrics as scrapeBaseUrl, series } from "../support/prometheus-metrics.js";
+import { eventually } from "../support/wait-for.js";
 
 /** Helpers shared by the integration tests: raw commands, metrics, barriers and polling waits. */
 
@@ -108,18 +109,7 @@ export function deltas(before: Map<string, number>, after: Map<string, number>, 
   return Object.fromEntries(keys.map((key) => [key, (after.get(key) ?? 0) - (before.get(key) ?? 0)]));
 }
 
-/** Retries `check` (an assertion) every 50 ms until it passes or `timeoutMs` runs out. */
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
+export { eventually };
 
 /** Events of `type` received so far for one timer (tenant and serviceCallId). */
 export function eventsFor(client: TimerClient, type: string, tenantId: string, serviceCallId: string): ReceivedEvent[] {

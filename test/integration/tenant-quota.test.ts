@@ -4,7 +4,8 @@
  * changes nothing; a reschedule, a cancel and other tenants pass; firing or cancelling makes room.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { startFaultHarness, until, type FaultHarness } from "../fault/fault-support.js";
+import { startFaultHarness, type FaultHarness } from "../fault/fault-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 const FULL = "full";
 const OTHER = "roomy";
@@ -33,10 +34,10 @@ describe("pending quota per tenant", () => {
     for (let i = 0; i < 49; i++) await schedule(FULL, `t-${i}`, later);
     const soonMs = Date.now() + 4_000;
     await schedule(FULL, "soon", soonMs);
-    await until(async () => (await service.metric("timer_schedules_pending")) === 50, 10_000, "50 timers stored");
+    await waitUntil(async () => (await service.metric("timer_schedules_pending")) === 50, 10_000, "50 timers stored");
 
     await schedule(FULL, "one-too-many", later, "over-1");
-    await until(() => client.events.some((e) => e.body.payload?.commandId === "over-1"), 10_000, "the rejection");
+    await waitUntil(() => client.events.some((e) => e.body.payload?.commandId === "over-1"), 10_000, "the rejection");
     const rejection = client.events.find((e) => e.body.payload?.commandId === "over-1")!;
     expect(rejection.subject).toBe(`timer.events.rejected.${FULL}`);
     expect(rejection.body.payload).toMatchObject({ code: "QUOTA_EXCEEDED", serviceCallId: "one-too-many" });
@@ -46,26 +47,26 @@ describe("pending quota per tenant", () => {
     // A reschedule of a Scheduled timer, another tenant's timer and a cancel are never refused.
     await schedule(FULL, "t-0", later + 1_000, "resched-1");
     await schedule(OTHER, "elsewhere", later, "other-1");
-    await until(async () => (await service.metric("timer_schedules_pending")) === 51, 10_000, "the other tenant's timer stored");
+    await waitUntil(async () => (await service.metric("timer_schedules_pending")) === 51, 10_000, "the other tenant's timer stored");
     await client.publishRaw(`timer.commands.cancel.${FULL}`, command("CancelTimer", FULL, { serviceCallId: "t-1" }));
-    await until(async () => (await service.metric("timer_schedules_pending")) === 50, 10_000, "the cancel applied");
+    await waitUntil(async () => (await service.metric("timer_schedules_pending")) === 50, 10_000, "the cancel applied");
     expect(client.events.filter((e) => e.body.type === "CommandRejected")).toHaveLength(1);
 
     // The cancel made room for one.
     await schedule(FULL, "after-cancel", later, "room-1");
-    await until(async () => (await service.metric("timer_schedules_pending")) === 51, 10_000, "a timer in the room the cancel made");
+    await waitUntil(async () => (await service.metric("timer_schedules_pending")) === 51, 10_000, "a timer in the room the cancel made");
     await schedule(FULL, "over-again", later, "over-2");
-    await until(() => client.events.some((e) => e.body.payload?.commandId === "over-2"), 10_000, "the second rejection");
+    await waitUntil(() => client.events.some((e) => e.body.payload?.commandId === "over-2"), 10_000, "the second rejection");
 
     // Firing makes room too.
-    await until(
+    await waitUntil(
       () => client.events.some((e) => e.body.type === "DueTimeReached" && e.body.payload?.serviceCallId === "soon"),
       15_000,
       "the soon timer fired",
     );
-    await until(async () => (await service.metric("timer_schedules_pending")) === 50, 10_000, "the fired timer left the count");
+    await waitUntil(async () => (await service.metric("timer_schedules_pending")) === 50, 10_000, "the fired timer left the count");
     await schedule(FULL, "after-fire", later, "room-2");
-    await until(async () => (await service.metric("timer_schedules_pending")) === 51, 10_000, "a timer in the room the firing made");
+    await waitUntil(async () => (await service.metric("timer_schedules_pending")) === 51, 10_000, "a timer in the room the firing made");
     expect(client.events.filter((e) => e.body.type === "CommandRejected").map((e) => e.body.payload.commandId)).toEqual([
       "over-1",
       "over-2",

@@ -3,6 +3,7 @@ import { accessSync, constants, existsSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
+import { waitFor as pollFor } from "../support/wait-for.js";
 
 /** The repository's root folder (test/ops/.. /..). */
 export const repoRoot = resolve(fileURLToPath(new URL(".", import.meta.url)), "..", "..");
@@ -84,22 +85,19 @@ export class Child {
  * of `children` exits, with `what` and the children's last output.
  */
 export async function waitFor<T>(what: string, children: readonly Child[], probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + DEADLINE_MS;
-  let lastError: unknown;
-  for (;;) {
-    const dead = children.find((c) => c.exited);
-    if (dead !== undefined) throw new Error(`${what}: ${dead.describe()}`);
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (e) {
-      lastError = e;
-    }
-    if (Date.now() > deadline) {
-      const details = children.map((c) => c.describe()).join("\n\n");
-      throw new Error(`${what} within ${DEADLINE_MS} ms (last error: ${String(lastError)})\n\n${details}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
+  try {
+    return (await pollFor(probe, {
+      what,
+      until: (value) => value !== undefined,
+      timeoutMs: DEADLINE_MS,
+      everyMs: 200,
+      retryErrors: true,
+      abortIf: () => children.find((c) => c.exited)?.describe(),
+    })) as T;
+  } catch (error) {
+    if (children.some((c) => c.exited)) throw error;
+    const details = children.map((c) => c.describe()).join("\n\n");
+    throw new Error(`${what} within ${DEADLINE_MS} ms (last: ${String(error)})\n\n${details}`, { cause: error });
   }
 }
 

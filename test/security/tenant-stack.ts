@@ -4,6 +4,7 @@ import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jet
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { repoRoot } from "../ops/ops-support.js";
+import { waitUntil } from "../support/wait-for.js";
 
 /** The shipped multi-tenant broker configuration, run as is (NatsServerProcess adds -js -sd). */
 export const TENANT_ACCOUNTS_CONF = join(repoRoot, "deploy/nats/tenant-accounts.conf");
@@ -143,13 +144,9 @@ export async function storedMessages(jsm: JetStreamManager, stream: string): Pro
   return (await jsm.streams.info(stream)).state.messages;
 }
 
-/** Polls until `probe` is true; fails after `timeoutMs` with `what`. */
-export async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Polls until `probe` is true; fails after `timeoutMs` with `what` (the argument order of these tests). */
+export function until(what: string, probe: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  return waitUntil(probe, timeoutMs, what);
 }
 
 /** The server, the operator's connection and both tenants, for one test file. */

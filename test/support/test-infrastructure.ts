@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { connect } from "node:net";
 import pg from "pg";
 import { freePort } from "./free-port.js";
+import { LOCAL_DATABASE_URL } from "./test-postgres.js";
 
 /**
  * Where tests get their infrastructure (NATS, Postgres) from. One provider, two paths:
@@ -80,7 +81,6 @@ export async function startPostgres(): Promise<PostgresServer> {
   return LocalPostgresServer.start();
 }
 
-const DEFAULT_LOCAL_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test";
 let sharedPostgres: Promise<PostgresServer> | undefined;
 
 /**
@@ -91,7 +91,7 @@ let sharedPostgres: Promise<PostgresServer> | undefined;
 export async function postgresUrl(): Promise<string> {
   const fromEnv = process.env.TIMER_TEST_DATABASE_URL;
   if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
-  if (infrastructurePath() === "local") return DEFAULT_LOCAL_DATABASE_URL;
+  if (infrastructurePath() === "local") return LOCAL_DATABASE_URL;
   sharedPostgres ??= startPostgres();
   return (await sharedPostgres).url;
 }

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -10,39 +9,32 @@ import { advanceDueCursor } from "../../src/app/firing/fair-due-selection.js";
 import type { Timer, TimerKey } from "../../src/domain/timer.js";
 import type { KeyCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
+import { dropSchema, schemaSeries, TEST_DATABASE_URL } from "../support/test-postgres.js";
 
-// The machine's Postgres (trust auth); each test gets a schema of its own and drops it.
-const DATABASE_URL = process.env.TIMER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const FILE_PREFIX = `concurrency_${randomBytes(4).toString("hex")}`;
+// Each test gets a schema of its own and drops it.
+const schemaNames = schemaSeries("concurrency");
 const NOW = 1_764_108_000_000;
 const TTL_MS = 30_000;
 const decide: DecideCommand = (current, command, context) => decideCommand(current, command, NOW, context);
 
-let schemas = 0;
 let opened: PostgresTimerStore[] = [];
 let schemasInUse: string[] = [];
 
 function newSchema(): string {
-  const schema = `${FILE_PREFIX}_${++schemas}`;
+  const schema = schemaNames.next();
   schemasInUse.push(schema);
   return schema;
 }
 
 async function open(schema: string): Promise<PostgresTimerStore> {
-  const store = await openPostgresTimerStore({ url: DATABASE_URL, schema, maxConnections: 2 });
+  const store = await openPostgresTimerStore({ url: TEST_DATABASE_URL, schema, maxConnections: 2 });
   opened.push(store);
   return store;
 }
 
 afterEach(async () => {
   for (const store of opened) await store.close();
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    for (const schema of schemasInUse) await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  } finally {
-    await client.end();
-  }
+  for (const schema of schemasInUse) await dropSchema(schema);
   opened = [];
   schemasInUse = [];
 });
@@ -245,7 +237,7 @@ describe("PostgresTimerStore shared by several instances", () => {
 
     const stores = await Promise.all([open(schema), open(schema), open(schema)]);
 
-    const client = new pg.Client({ connectionString: DATABASE_URL });
+    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
     await client.connect();
     try {
       const { rows } = await client.query<{ count: string }>(`SELECT count(*) AS count FROM ${schema}.__drizzle_migrations`);

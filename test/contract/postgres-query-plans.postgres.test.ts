@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
@@ -7,12 +6,12 @@ import * as q from "../../src/adapters/postgres/timer-schedules.sql.js";
 import type { DecideCommand } from "../../src/app/timer-store.js";
 import type { KeyCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
-import { dropSchema, TEST_DATABASE_URL } from "../support/test-postgres.js";
+import { dropSchema, TEST_DATABASE_URL, uniqueSchema } from "../support/test-postgres.js";
 
 // The plans the store's hot statements get right after a bulk insert, before autovacuum has
 // analyzed the table: the moment a burst of timers all due at once meets statistics that say no
 // timer is Scheduled. Custom and generic plans both. Kept off: autovacuum, so the statistics stay as stale as in that moment.
-const SCHEMA = `plans_${process.pid}_${randomBytes(4).toString("hex")}`;
+const SCHEMA = uniqueSchema("plans");
 const NOW = 1_764_108_000_000;
 const TIMERS = 20_000;
 const BATCH = 100;

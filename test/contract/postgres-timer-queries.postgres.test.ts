@@ -3,20 +3,23 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import type pg from "pg";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_POSTGRES_MIGRATIONS_FOLDER, migratePostgres } from "../../src/adapters/postgres/postgres-migrations.js";
 import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
 import { POSTGRES_QUERY_SQL, PostgresTimerQueries } from "../../src/adapters/postgres/postgres-timer-queries.js";
 import { scanStartOf } from "../../src/app/queries/keyset-list.js";
 import { TIMER_STATES } from "../../src/app/queries/timer-queries.js";
 import { NOW, describeTimerQueriesContract, record } from "./timer-queries.contract.js";
-import { describeTimerRetentionContract } from "./timer-retention.contract.js";
-import { postgresHarness } from "./query-harnesses.js";
+import { describePrefixCancelRetentionContract, describeTimerRetentionContract } from "./timer-retention.contract.js";
+import { dropPostgresHarnessSchemas, postgresHarness } from "./query-harnesses.js";
+import { dropSchema, TEST_DATABASE_URL, uniqueSchema } from "../support/test-postgres.js";
 import { propertySeed } from "../support/property-seed.js";
 import { waitFor } from "../support/wait-for.js";
 
 describeTimerQueriesContract("PostgresTimerQueries", postgresHarness);
 describeTimerRetentionContract("PostgresTimerRetention", postgresHarness);
+describePrefixCancelRetentionContract("PostgresTimerRetention", postgresHarness);
+afterAll(() => dropPostgresHarnessSchemas());
 
 describe("Postgres list scans", () => {
   it("when a list starts at dueAfter deep into a tenant's timers, then its index scan starts there (a few pages read)", async () => {
@@ -109,7 +112,7 @@ describe("Postgres schema for queries and retention", () => {
       const { rows } = await harness.pool.query<{ name: string }>(
         "SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'timer_schedules'",
       );
-      context.annotate?.(`indexes: ${rows.map((r) => r.name).join(", ")}; v2 columns: ${harness.v2}`);
+      context.annotate?.(`indexes: ${rows.map((r) => r.name).join(", ")}`);
       expect(rows.length).toBeGreaterThan(0);
     } finally {
       await harness.cleanup();
@@ -119,7 +122,6 @@ describe("Postgres schema for queries and retention", () => {
 
 describe("Postgres timer_state_counts", () => {
   const states = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
-  const DATABASE_URL = process.env.TIMER_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
   /** The triggers' counts summed over slots, and a recount of the rows, in the same shape. */
   async function countsAndRecount(pool: pg.Pool): Promise<{ kept: unknown[]; recounted: unknown[] }> {
@@ -142,7 +144,7 @@ describe("Postgres timer_state_counts", () => {
     // Four more connections: four backends, so several counter slots and concurrent transactions.
     const schema = await harness.pool.query<{ s: string }>("SELECT current_schema() AS s").then((r) => r.rows[0]!.s);
     const writers = createPostgresPool({
-      url: DATABASE_URL,
+      url: TEST_DATABASE_URL,
       schema,
       maxConnections: 4,
       timeoutMs: 5_000,
@@ -238,8 +240,8 @@ describe("Postgres timer_state_counts", () => {
   it("when a schema from before the counts is migrated, then the counts start from its rows", async () => {
     // The migrations up to 0001 only, in a copy of the folder with a shortened journal.
     const folder = mkdtempSync(join(tmpdir(), "timer-migrations-"));
-    const schema = `counts_upgrade_${process.pid}_${Date.now() % 1_000_000}`;
-    const pool = createPostgresPool({ url: DATABASE_URL, schema, maxConnections: 1, timeoutMs: 5_000, onIdleError: () => {} });
+    const schema = uniqueSchema("counts_upgrade");
+    const pool = createPostgresPool({ url: TEST_DATABASE_URL, schema, maxConnections: 1, timeoutMs: 5_000, onIdleError: () => {} });
     try {
       cpSync(DEFAULT_POSTGRES_MIGRATIONS_FOLDER, folder, { recursive: true });
       const journalPath = join(folder, "meta", "_journal.json");
@@ -260,8 +262,8 @@ describe("Postgres timer_state_counts", () => {
       const { kept, recounted } = await countsAndRecount(pool);
       expect(kept).toEqual(recounted);
     } finally {
-      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
       await pool.end();
+      await dropSchema(schema);
       rmSync(folder, { recursive: true, force: true });
     }
   });
