@@ -48,6 +48,7 @@ import { queriesAt1M, retentionSweep } from "./scenarios/queries.js";
 import { recurringLoad } from "./scenarios/recurring-load.js";
 import { instances } from "./scenarios/instances.js";
 import { deliveryOverhead } from "./scenarios/delivery-overhead.js";
+import { traceOverhead } from "./scenarios/trace-overhead.js";
 import { catchUp } from "./scenarios/catch-up.js";
 import { manyTenants, noisyNeighbour, queryFlood } from "./scenarios/fairness.js";
 import { peers } from "./peers/peers.js";
@@ -78,6 +79,7 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "instances", run: instances, timeoutMs: 60 * 60_000 },
   // CPU per timer with and without completion tracking (delivery).
   { name: "deliveryOverhead", run: deliveryOverhead, timeoutMs: 20 * 60_000 },
+  { name: "traceOverhead", run: traceOverhead, timeoutMs: 20 * 60_000 },
   // BullMQ on redis-server, last: its ratios divide the figures of ingest, burst and lowLoadLag above.
   { name: "peers", run: peers, timeoutMs: 45 * 60_000, peersFlag: true },
 ];

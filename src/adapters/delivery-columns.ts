@@ -21,6 +21,10 @@ const TRACKING_MEMBERS = [
   "result",
   "lastReason",
   "deadlineAtMs",
+  "traceId",
+  "traceFlags",
+  "traceState",
+  "traceSpanId",
 ] as const;
 
 /**

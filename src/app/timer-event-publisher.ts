@@ -1,3 +1,4 @@
+import type { TraceContext } from "../domain/trace-context.js";
 import type { REJECTION_CODES } from "./events/event-envelope.schema.js";
 /** A timer fired: everything `DueTimeReached` carries (CONTRACT §2); `lateMs` is reachedAt − dueAt. */
 export interface DueTimeReached {
@@ -17,6 +18,8 @@ export interface DueTimeReached {
   readonly missedOccurrencesCapped?: boolean;
   /** A tracked timer's publish (CONTRACT §11): 1, 2, …; absent for an untracked timer. */
   readonly attempt?: number;
+  /** The trace the event continues (CONTRACT §13); absent: a new trace. */
+  readonly trace?: TraceContext | undefined;
 }
 
 /**
@@ -32,6 +35,7 @@ export interface DueTimeMissed {
   readonly data: string | null;
   readonly correlationId: string | null;
   readonly occurrence?: number | null;
+  readonly trace?: TraceContext | undefined;
 }
 
 /** The codes of CommandRejected (CONTRACT §2, §12), in precedence order; one list with the event schema. */
@@ -49,6 +53,8 @@ export interface CommandRejected {
   readonly commandId?: string;
   readonly serviceCallId?: string;
   readonly correlationId?: string;
+  /** The trace of the rejected command (CONTRACT §13); absent: a new trace. */
+  readonly trace?: TraceContext | undefined;
 }
 
 /**

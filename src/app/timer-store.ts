@@ -31,6 +31,10 @@ export type DueTimer = Pick<
   | "commandTs"
   | "reachedAtMs"
   | "delivery"
+  | "traceId"
+  | "traceFlags"
+  | "traceState"
+  | "traceSpanId"
 > & { readonly prefixCancelTs: number | null };
 
 /**

@@ -51,8 +51,13 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
   try {
     const { startTimerService } = await import("./service.js");
     const { openStorage } = await import("../adapters/open-storage.js");
+    const { otelExportConfigured } = await import("../adapters/tracing/otel-env.js");
+    // The SDK starts only when an OTLP endpoint is set (CONTRACT §13).
+    const tracing = otelExportConfigured(env)
+      ? new (await import("../adapters/tracing/otel-tracing.js")).OtelTracing(env, logger)
+      : undefined;
     const storage = await openStorage(config, logger, systemClock);
-    service = await startTimerService(config, { storage, logger, clock: systemClock });
+    service = await startTimerService(config, { storage, logger, clock: systemClock, ...(tracing === undefined ? {} : { tracing }) });
   } catch (error) {
     logger.fatal({ err: error }, "timer service failed to start");
     process.exit(1);

@@ -23,6 +23,8 @@ import { JetStreamCommandSender } from "../adapters/nats/jetstream-command-sende
 import { NatsCommandConsumer } from "../adapters/nats/nats-command-consumer.js";
 import { JetStreamConsumerLease } from "../adapters/nats/jetstream-consumer-lease.js";
 import { watchStorageOutage } from "../app/storage-outage-log.js";
+import type { TimerTracing } from "../app/timer-tracing.js";
+import { HeaderTracing } from "../adapters/tracing/header-tracing.js";
 
 /** How long a DueTimeReached or CommandRejected publish waits for the stream's ack. */
 const PUBLISH_ACK_TIMEOUT_MS = 5_000;
@@ -37,6 +39,8 @@ export interface TimerServiceAdapters {
   readonly storage: Storage;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Trace headers and spans (CONTRACT §13); default: headers only, no spans. Shut down when the service stops. */
+  readonly tracing?: TimerTracing;
 }
 
 export interface RunningTimerService {
@@ -58,6 +62,7 @@ function instanceId(): string {
  */
 export async function startTimerService(config: TimerServiceConfig, adapters: TimerServiceAdapters): Promise<RunningTimerService> {
   const { storage, logger, clock } = adapters;
+  const tracing = adapters.tracing ?? new HeaderTracing();
   const { store } = storage;
   const owner = instanceId();
   const metrics = new PrometheusTimerMetrics();
@@ -123,6 +128,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     subjectPrefix: config.subjectPrefix,
     eventsStream: config.eventsStream,
     clock,
+    tracing,
   });
   queriesAndRetention.attachCommandSender(new JetStreamCommandSender(acks, config));
   const calendar = new CronerCalendar();
@@ -152,7 +158,9 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       maxClockSkewMs: config.maxClockSkewMs,
       clock,
       calendar,
+      tracing,
     }),
+    tracing,
     store,
     publisher,
     clock,
@@ -230,6 +238,8 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       acks.close();
       await storage.close();
       await http.close();
+      // Last, so that the spans of the final batch go out too.
+      await tracing.shutdown();
     },
   };
 }

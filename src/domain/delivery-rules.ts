@@ -1,3 +1,4 @@
+import type { TraceMembers } from "./trace-context.js";
 import type { Timer, TimerKey, TimerState } from "./timer.js";
 import type { ReportCommand } from "./timer-command.js";
 import type { CommandDecision } from "./timer-rules.js";
@@ -95,6 +96,7 @@ function countFailure(
 
 /** What a `Fired` timer whose deadline passed needs of it. */
 export type DeadlineTimer = TimerKey &
+  TraceMembers &
   Pick<Timer, "dueAtMs" | "generation" | "data" | "correlationId" | "reachedAtMs" | "updatedAtMs" | "lastReason"> & {
     readonly delivery: DeliveryPolicy;
     readonly attempt: number;

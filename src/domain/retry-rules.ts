@@ -1,6 +1,7 @@
 import type { Timer, TimerState } from "./timer.js";
 import type { RetryTimerCommand } from "./timer-command.js";
 import type { CommandDecision } from "./timer-rules.js";
+import { traceMembers } from "./trace-context.js";
 
 /** The final states whose work did not get done, which a `RetryTimer` re-arms (CONTRACT §14). */
 export const RETRYABLE_STATES: readonly TimerState[] = ["Failed", "TimedOut", "Missed"];
@@ -45,6 +46,7 @@ export function decideRetry(
     reachedAtMs: null,
     updatedAtMs: nowMs,
     maxLatenessMs: null,
+    ...(command.trace === undefined ? {} : traceMembers(command.trace)),
   };
   return { outcome: "accepted", previous: current, next };
 }

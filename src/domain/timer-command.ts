@@ -1,5 +1,6 @@
 import type { Recurrence } from "./recurrence.js";
 import type { DeliveryPolicy } from "./delivery-rules.js";
+import type { TraceContext } from "./trace-context.js";
 
 /** A validated request to create or move a timer. */
 export interface ScheduleTimerCommand {
@@ -21,6 +22,8 @@ export interface ScheduleTimerCommand {
   readonly delivery?: DeliveryPolicy | null;
   readonly createdBy?: string | null;
   readonly createdVia?: string | null;
+  /** The trace its events continue (CONTRACT §13); absent: the timer keeps the trace it has. */
+  readonly trace?: TraceContext;
 }
 
 /** A validated request to stop a timer from firing. */
@@ -76,6 +79,8 @@ export interface RetryTimerCommand {
   readonly correlationId: string | null;
   /** Also the new due time: the retried timer fires at once. */
   readonly timestampMs: number;
+  /** The trace the retried timer's events continue; absent: the timer keeps its trace. */
+  readonly trace?: TraceContext;
 }
 
 /** A consumer's report about a fired timer. */

@@ -2,6 +2,7 @@ import { isClosedToCommands, type Timer } from "./timer.js";
 import { sameRecurrence } from "./recurrence.js";
 import { decideReport, type DeliveryPolicy } from "./delivery-rules.js";
 import { decideRetry } from "./retry-rules.js";
+import { traceMembers } from "./trace-context.js";
 import type { CancelTimerCommand, CancelTimersByPrefixCommand, KeyCommand, ScheduleTimerCommand, TimerCommand } from "./timer-command.js";
 
 /**
@@ -113,6 +114,7 @@ function newTimer(command: ScheduleTimerCommand | CancelTimerCommand, state: Tim
     occurrence: 1,
     maxLatenessMs: schedule?.maxLatenessMs ?? null,
     ...trackingMembers(undefined, schedule?.delivery ?? null, schedule?.createdBy ?? null, schedule?.createdVia ?? null),
+    ...(schedule?.trace === undefined ? {} : traceMembers(schedule.trace)),
   };
 }
 
@@ -174,6 +176,7 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
         ...current,
         maxLatenessMs,
         ...trackingMembers(current, delivery, createdBy, createdVia),
+        ...(command.trace === undefined ? {} : traceMembers(command.trace)),
         commandTs: command.timestampMs,
         updatedAtMs: nowMs,
       },
@@ -197,6 +200,7 @@ function decideSchedule(current: Timer | undefined, command: ScheduleTimerComman
       occurrence: 1,
       maxLatenessMs,
       ...trackingMembers(current, delivery, createdBy, createdVia),
+      ...(command.trace === undefined ? {} : traceMembers(command.trace)),
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { Recurrence } from "./recurrence.js";
 import type { DeliveryPolicy } from "./delivery-rules.js";
+import type { TraceMembers } from "./trace-context.js";
 
 /**
  * The lifecycle of a timer (CONTRACT §3, §10, §11). `Reached` and `Missed` are final; a `Cancelled`
@@ -41,9 +42,10 @@ export function timerKeyString(key: TimerKey): string {
  * alone is stored without a new generation: it decides how an occurrence goes out, not what it is.
  * `repeat` is null for a one-shot timer; `occurrence` is the number of the occurrence `dueAtMs` is
  * (1 for a one-shot). `reachedAtMs` is when the timer last fired (a recurring timer fires many times).
- * `maxLatenessMs` null: any lateness is fine.
+ * `maxLatenessMs` null: any lateness is fine. The trace members are the trace context of the command
+ * that last set what the timer fires (CONTRACT §13).
  */
-export interface Timer extends TimerKey {
+export interface Timer extends TimerKey, TraceMembers {
   readonly state: TimerState;
   readonly dueAtMs: number | null;
   readonly data: string | null;

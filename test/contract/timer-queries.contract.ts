@@ -43,6 +43,7 @@ export function record(serviceCallId: string, dueAtMs: number, fields: Partial<T
     lastReason: null,
     createdBy: null,
     createdVia: null,
+    traceId: null,
     ...fields,
   };
 }

@@ -396,6 +396,20 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       });
     });
 
+    describe("trace context (CONTRACT §13)", () => {
+      const trace = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", traceFlags: 1, traceState: "k=v,o=1", spanId: "00f067aa0ba902b7" };
+      const stored = { traceId: trace.traceId, traceFlags: 1, traceState: "k=v,o=1", traceSpanId: trace.spanId };
+
+      it("when a ScheduleTimer carries a trace, then get and claimDue return it; a later change replaces it", async () => {
+        await apply(schedule("t", NOW - 1, { trace }));
+        expect(await store.get(key("t"))).toMatchObject(stored);
+        expect((await claim(NOW, 10))[0]).toMatchObject(stored);
+        const later = { ...trace, traceId: "5bf92f3577b34da6a3ce929d0e0e4736", traceFlags: 0, traceState: null, spanId: null };
+        await store.applyCommands([schedule("t", NOW + 5, { timestampMs: 2, trace: later })], decideAt(NOW));
+        expect(await store.get(key("t"))).toMatchObject({ traceId: later.traceId, traceFlags: 0 });
+      });
+    });
+
     describe("claimDue", () => {
       it("when timers are due, then each tenant's come oldest first (dueAt, then serviceCallId), tenants dealt round-robin by their earliest due time", async () => {
         await apply(
@@ -1151,6 +1165,18 @@ export function describeDurableTimerStoreContract(name: string, open: () => Prom
       serviceCallIdPrefix,
       correlationId: null,
       timestampMs,
+    });
+
+    it("when a timer carries a trace and the store is reopened, then the trace is kept (CONTRACT §13)", async () => {
+      const trace = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", traceFlags: 1, traceState: "k=v,o=1", spanId: "00f067aa0ba902b7" };
+      await apply(schedule("traced", NOW + 100, { trace }));
+      await reopen();
+      expect(await store.get(key("traced"))).toMatchObject({
+        traceId: trace.traceId,
+        traceFlags: 1,
+        traceState: "k=v,o=1",
+        traceSpanId: trace.spanId,
+      });
     });
 
     it("when the store is reopened, then every timer is kept", async () => {

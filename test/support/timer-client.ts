@@ -8,6 +8,9 @@ export interface ReceivedEvent {
   readonly msgId: string | undefined;
   readonly body: Record<string, any>;
   readonly receivedAtMs: number;
+  /** The W3C trace headers the event came with (CONTRACT §13). */
+  readonly traceparent?: string | undefined;
+  readonly tracestate?: string | undefined;
 }
 
 let commandCounter = 0;
@@ -57,6 +60,8 @@ export class TimerClient {
         msgId: message.headers?.get("Nats-Msg-Id") || undefined,
         body,
         receivedAtMs: Date.now(),
+        traceparent: message.headers?.get("traceparent") || undefined,
+        tracestate: message.headers?.get("tracestate") || undefined,
       };
       this.events.push(event);
       const problems = schemaProblems(body);

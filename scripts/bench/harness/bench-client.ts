@@ -1,4 +1,4 @@
-import { connect, createInbox, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { connect, createInbox, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { BenchContext } from "./context.js";
 import { log } from "./log.js";
@@ -44,6 +44,8 @@ export class BenchClient {
 export interface OutMessage {
   readonly subject: string;
   readonly data: Uint8Array;
+  /** Sent with the message (e.g. `traceparent`). */
+  readonly headers?: MsgHdrs;
 }
 
 /**
@@ -75,7 +77,11 @@ export async function publishAll(
   const finished = new Promise<void>((resolve) => (finish = resolve));
   const send = (i: number): void => {
     sentAt[i] = performance.now();
-    nc.publish(messages[i]!.subject, messages[i]!.data, { reply: `${inbox}.${i}` });
+    const message = messages[i]!;
+    nc.publish(message.subject, message.data, {
+      reply: `${inbox}.${i}`,
+      ...(message.headers === undefined ? {} : { headers: message.headers }),
+    });
   };
   const retry = (i: number, why: string): void => {
     if (attempts[i]! >= 3) {

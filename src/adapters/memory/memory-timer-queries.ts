@@ -49,6 +49,7 @@ export function memoryRecord(timer: Timer): TimerRecord {
     lastReason: textOr(t.lastReason),
     createdBy: textOr(t.createdBy),
     createdVia: textOr(t.createdVia),
+    traceId: textOr(t.traceId),
   };
 }
 

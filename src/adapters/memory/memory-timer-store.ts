@@ -8,6 +8,7 @@ import type {
   PrefixCancelSweep,
   TimerStore,
 } from "../../app/timer-store.js";
+import type { TraceMembers } from "../../domain/trace-context.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { isScheduled, timerKeyString, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
@@ -97,6 +98,7 @@ export class MemoryTimerStore implements TimerStore {
       commandTs: t.commandTs,
       reachedAtMs: t.reachedAtMs,
       ...(t.delivery ? { delivery: t.delivery } : {}),
+      ...traceOnly(t),
       prefixCancelTs: this.#prefixIndex.latestFor(t.tenantId, t.serviceCallId),
     }));
   }
@@ -126,6 +128,7 @@ export class MemoryTimerStore implements TimerStore {
       delivery: t.delivery!,
       attempt: t.attempt ?? 1,
       deadlineAtMs: t.deadlineAtMs!,
+      ...traceOnly(t),
     }));
   }
 
@@ -270,4 +273,10 @@ export class MemoryTimerStore implements TimerStore {
     if (this.#timers === undefined) throw new Error("MemoryTimerStore is closed");
     return this.#timers;
   }
+}
+
+/** The trace members a timer carries, as the SQL stores return them (absent when unset). */
+function traceOnly(t: TraceMembers): TraceMembers {
+  if (t.traceId == null) return {};
+  return { traceId: t.traceId, traceFlags: t.traceFlags ?? null, traceState: t.traceState ?? null, traceSpanId: t.traceSpanId ?? null };
 }

@@ -35,11 +35,23 @@ export class JetStreamAckTracker {
     this.sweeper.unref();
   }
 
-  /** Publishes and resolves when the stream `streamName` acked it (a duplicate counts as acked). */
-  publish(subject: string, body: Uint8Array, msgId: string, streamName: string): Promise<void> {
+  /**
+   * Publishes and resolves when the stream `streamName` acked it (a duplicate counts as acked).
+   * `extraHeaders` go out with the message too (the W3C trace headers of an event).
+   */
+  publish(
+    subject: string,
+    body: Uint8Array,
+    msgId: string,
+    streamName: string,
+    extraHeaders?: Readonly<Record<string, string | undefined>>,
+  ): Promise<void> {
     const id = ++this.nextId;
     const messageHeaders = headers();
     messageHeaders.set("Nats-Msg-Id", msgId);
+    if (extraHeaders !== undefined) {
+      for (const [name, value] of Object.entries(extraHeaders)) if (value !== undefined) messageHeaders.set(name, value);
+    }
     return new Promise<void>((resolve, reject) => {
       this.pending.set(id, { stream: streamName, resolve, reject, deadline: Date.now() + this.timeoutMs });
       try {

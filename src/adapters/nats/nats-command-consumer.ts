@@ -1,5 +1,7 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../app/logger.js";
+import type { TraceContext } from "../../domain/trace-context.js";
+import { traceFromHeaders } from "../tracing/nats-trace-headers.js";
 import type { CommandSettlement, DeliveredCommand, TimerCommandProcessor } from "../../app/commands/timer-command-processor.js";
 import { publishedSubject, type CommandSource } from "./command-partitions.js";
 import { JetStreamCommandPull } from "./jetstream-command-pull.js";
@@ -176,6 +178,11 @@ class JetStreamDeliveredCommand implements DeliveredCommand {
 
   get deliveryCount(): number {
     return this.message.info.deliveryCount;
+  }
+
+  /** The W3C trace context of the message's headers (CONTRACT §13); read once, by the decoder. */
+  get trace(): TraceContext | undefined {
+    return traceFromHeaders(this.message.headers);
   }
 }
 

@@ -44,6 +44,7 @@ function recordOf(row: Row): TimerRecord {
     lastReason: str(row.last_reason),
     createdBy: str(row.created_by),
     createdVia: str(row.created_via),
+    traceId: str(row.trace_id),
   };
 }
 

@@ -58,6 +58,12 @@ export const timerSchedules = pgTable(
     lastReason: text("last_reason"),
     /** For a `Fired` timer: when it must be looked at again (completion time-out or retry). */
     deadlineAt: bigint("deadline_at", { mode: "number" }),
+    /** W3C trace context of the command that set what fires (CONTRACT §13); null before tracing. */
+    traceId: text("trace_id"),
+    traceFlags: integer("trace_flags"),
+    traceState: text("trace_state"),
+    /** The span the timer's spans and events hang under. */
+    traceSpanId: text("trace_span_id"),
     /** The instance publishing the timer; its claim holds until `claimed_until`. */
     claimedBy: text("claimed_by"),
     claimedUntil: bigint("claimed_until", { mode: "number" }),

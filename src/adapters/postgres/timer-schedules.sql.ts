@@ -35,7 +35,14 @@ const ARRAY_TYPES: Readonly<Record<string, string>> = {
   result: "text[]",
   last_reason: "text[]",
   deadline_at: "bigint[]",
+  trace_id: "text[]",
+  trace_flags: "integer[]",
+  trace_state: "text[]",
+  trace_span_id: "text[]",
 };
+
+/** The trace members of a timer (CONTRACT §13), as its events need them. */
+const TRACE_SELECT = timerSelectList({ quote: true, only: ["traceId", "traceFlags", "traceState", "traceSpanId"] });
 
 /** `$1::text[], $2::text[], …`: one array per column of TIMER_COLUMNS, then `existed`. */
 const UPSERT_PARAMETERS = [...TIMER_COLUMNS.map(({ column }) => ARRAY_TYPES[column]!), "boolean[]"]
@@ -202,11 +209,13 @@ export const CLAIM_DUE_FAIR = `
     FROM picked p
     WHERE t.tenant_id = p.tenant_id AND t.service_call_id = p.service_call_id
     RETURNING t.tenant_id, t.service_call_id, t.due_at, t.generation, t.data, t.correlation_id, t.occurrence,
-      t.repeat, t.max_lateness_ms, t.command_ts, t.reached_at, t.delivery, p.pos, p.rn
+      t.repeat, t.max_lateness_ms, t.command_ts, t.reached_at, t.delivery, t.trace_id, t.trace_flags, t.trace_state,
+      t.trace_span_id, p.pos, p.rn
   )
   SELECT tenant_id AS "tenantId", service_call_id AS "serviceCallId", due_at AS "dueAtMs", generation, data,
     correlation_id AS "correlationId", occurrence, repeat, max_lateness_ms AS "maxLatenessMs",
-    command_ts AS "commandTs", reached_at AS "reachedAtMs", delivery, ${PREFIX_CANCEL_TS} AS "prefixCancelTs"
+    command_ts AS "commandTs", reached_at AS "reachedAtMs", delivery, ${PREFIX_CANCEL_TS} AS "prefixCancelTs",
+    ${TRACE_SELECT}
   FROM claimed c
   ORDER BY rn, pos`;
 
@@ -328,7 +337,7 @@ export const UPDATE_PREFIX_PROGRESS = `
 export const CLAIM_DEADLINES = `${claimRows("state = 'Fired' AND deadline_at <= $3", "deadline_at, tenant_id, service_call_id", "t.*")}
   SELECT tenant_id AS "tenantId", service_call_id AS "serviceCallId", due_at AS "dueAtMs", generation, data,
     correlation_id AS "correlationId", reached_at AS "reachedAtMs", updated_at AS "updatedAtMs",
-    last_reason AS "lastReason", delivery, attempt, deadline_at AS "deadlineAtMs"
+    last_reason AS "lastReason", delivery, attempt, deadline_at AS "deadlineAtMs", ${TRACE_SELECT}
   FROM claimed
   ORDER BY deadline_at, tenant_id, service_call_id`;
 

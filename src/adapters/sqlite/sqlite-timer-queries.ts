@@ -41,6 +41,7 @@ const RECORD_COLUMNS = timerSelectList({
     "lastReason",
     "createdBy",
     "createdVia",
+    "traceId",
   ],
 });
 

@@ -31,6 +31,10 @@ const DUE_TIMER_SELECT = timerSelectList({
     "commandTs",
     "reachedAtMs",
     "delivery",
+    "traceId",
+    "traceFlags",
+    "traceState",
+    "traceSpanId",
   ],
 });
 
@@ -50,6 +54,10 @@ const DEADLINE_TIMER_SELECT = timerSelectList({
     "delivery",
     "attempt",
     "deadlineAtMs",
+    "traceId",
+    "traceFlags",
+    "traceState",
+    "traceSpanId",
   ],
 });
 

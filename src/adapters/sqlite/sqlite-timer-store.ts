@@ -284,6 +284,14 @@ export class SqliteTimerStore implements TimerStore {
       if (row.repeat !== null) (row as { repeat: unknown }).repeat = parseRecurrence(row.repeat);
       if (row.delivery !== null) (row as { delivery: unknown }).delivery = deliveryOf(row.delivery);
       else delete (row as { delivery?: unknown }).delivery;
+      // Unset trace members are left out, as every store reads them back.
+      if (row.traceId === null) {
+        const traced = row as Partial<Record<"traceId" | "traceFlags" | "traceState" | "traceSpanId", unknown>>;
+        delete traced.traceId;
+        delete traced.traceFlags;
+        delete traced.traceState;
+        delete traced.traceSpanId;
+      }
     }
     return rows as unknown as DueTimer[];
   }

@@ -52,6 +52,12 @@ export const timerSchedules = sqliteTable(
     lastReason: text("last_reason"),
     /** For a `Fired` timer: when it must be looked at again (completion time-out or retry). */
     deadlineAt: integer("deadline_at"),
+    /** W3C trace context of the command that set what fires (CONTRACT §13); null before tracing. */
+    traceId: text("trace_id"),
+    traceFlags: integer("trace_flags"),
+    traceState: text("trace_state"),
+    /** The span the timer's spans and events hang under. */
+    traceSpanId: text("trace_span_id"),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.serviceCallId] }),

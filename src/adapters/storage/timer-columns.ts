@@ -39,6 +39,10 @@ export const TIMER_COLUMNS: readonly TimerColumn[] = [
   { column: "result", field: "result", value: (t) => t.result ?? null },
   { column: "last_reason", field: "lastReason", value: (t) => t.lastReason ?? null },
   { column: "deadline_at", field: "deadlineAtMs", value: (t) => t.deadlineAtMs ?? null },
+  { column: "trace_id", field: "traceId", value: (t) => t.traceId ?? null },
+  { column: "trace_flags", field: "traceFlags", value: (t) => t.traceFlags ?? null },
+  { column: "trace_state", field: "traceState", value: (t) => t.traceState ?? null },
+  { column: "trace_span_id", field: "traceSpanId", value: (t) => t.traceSpanId ?? null },
 ];
 
 /** The key columns: never changed by an upsert. */

@@ -1,8 +1,11 @@
+import { randomBytes } from "node:crypto";
 import type { z } from "zod";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import { parseInstant } from "../../domain/due-time.js";
 import { firstOccurrenceAt, type Recurrence, type RecurrenceCalendar } from "../../domain/recurrence.js";
 import type { Clock } from "../clock.js";
+import type { TraceContext } from "../../domain/trace-context.js";
+import type { TimerTracing } from "../timer-tracing.js";
 import type { CommandRejected, RejectionCode } from "../timer-event-publisher.js";
 import type { CommandType } from "../timer-metrics.js";
 import { jsonDepth, toJsonText } from "./json-text.js";
@@ -34,6 +37,8 @@ export interface RawCommand {
   readonly brokerTimestampMs: number;
   /** Stable id of this stream message, used to derive the id of its `CommandRejected`. */
   readonly sourceId: string;
+  /** The message's valid W3C trace context (CONTRACT §13); absent when it had none. */
+  readonly trace?: TraceContext | undefined;
 }
 
 export type DecodedCommand =
@@ -41,6 +46,8 @@ export type DecodedCommand =
       readonly ok: true;
       readonly type: CommandType;
       readonly command: TimerCommand;
+      /** The trace the command continues: the message's, or a new one (CONTRACT §13). */
+      readonly trace: TraceContext;
       /** The CommandRejected of this message, should a rule of the store refuse it later (a quota). */
       readonly refusal: (code: RejectionCode, reason: string) => CommandRejected;
     }
@@ -133,6 +140,8 @@ export class CommandDecoder {
       readonly clock: Clock;
       /** Checks cron rules and time zones, and finds a cron rule's first occurrence. */
       readonly calendar: RecurrenceCalendar;
+      /** Starts the trace of a command without `traceparent`; default: a new sampled trace. */
+      readonly tracing?: Pick<TimerTracing, "newTrace">;
     },
   ) {}
 
@@ -143,7 +152,16 @@ export class CommandDecoder {
     const context = new RejectionContext(raw, type, subjectTenant ?? UNKNOWN_TENANT);
     const decoded = this.#decode(raw, subject, subjectTenant, type, context);
     if (!decoded.ok) return decoded;
-    return { ...decoded, refusal: (code, reason) => (context.reject(code, reason) as { rejection: CommandRejected }).rejection };
+    const trace = raw.trace ?? this.newTrace();
+    // The timer keeps the trace of the command that set what it fires (CONTRACT §13).
+    const command =
+      decoded.command.kind === "schedule" || decoded.command.kind === "retry" ? { ...decoded.command, trace } : decoded.command;
+    return {
+      ...decoded,
+      command,
+      trace,
+      refusal: (code, reason) => (context.reject(code, reason) as { rejection: CommandRejected }).rejection,
+    };
   }
 
   #decode(
@@ -260,6 +278,10 @@ export class CommandDecoder {
     };
   }
 
+  private newTrace(): TraceContext {
+    return this.options.tracing?.newTrace() ?? { traceId: randomBytes(16).toString("hex"), traceFlags: 1, traceState: null, spanId: null };
+  }
+
   /** The rule of `payload.repeat` with its first occurrence, or the INVALID_FIELD reason (CONTRACT §10). */
   private readRepeat(repeat: RepeatPayload | null, dueAtMs: number): Recurrence | null | string {
     if (repeat === null) return null;
@@ -329,6 +351,7 @@ class RejectionContext {
         ...(this.commandId === undefined ? {} : { commandId: this.commandId }),
         ...(this.serviceCallId === undefined ? {} : { serviceCallId: this.serviceCallId }),
         ...(this.correlationId === undefined ? {} : { correlationId: this.correlationId }),
+        ...(this.raw.trace === undefined ? {} : { trace: this.raw.trace }),
       },
     };
   }

@@ -8,6 +8,7 @@ import type { Logger } from "../logger.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
 import type { CommandType, TimerMetrics } from "../timer-metrics.js";
 import type { TimerStore } from "../timer-store.js";
+import type { CommandSpan, TimerTracing } from "../timer-tracing.js";
 import { rejectionId, type CommandDecoder, type RawCommand } from "./command-decoder.js";
 import { UNKNOWN_TENANT } from "./command-text.js";
 import { doublingBackoffMs } from "../doubling-backoff.js";
@@ -56,6 +57,8 @@ export interface TimerCommandProcessorDeps {
   readonly onDeadline?: (deadlineAtMs: number) => void;
   /** TIMER_TENANT_MAX_PENDING (CONTRACT §12): Scheduled timers per tenant; 0 or absent: no quota. */
   readonly maxPendingPerTenant?: number;
+  /** Spans of stored commands (CONTRACT §13); absent: none. */
+  readonly tracing?: Pick<TimerTracing, "startCommand">;
 }
 
 /**
@@ -69,17 +72,18 @@ export class TimerCommandProcessor {
 
   async process(batch: readonly DeliveredCommand[]): Promise<CommandSettlement[]> {
     const settlements = new Array<CommandSettlement>(batch.length);
-    const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal }[] = [];
+    const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal; span?: CommandSpan }[] = [];
     const rejected: Promise<void>[] = [];
     batch.forEach((message, index) => {
       const decoded = this.decode(message);
-      if (decoded.ok) valid.push({ index, type: decoded.type, command: decoded.command, refusal: decoded.refusal });
+      if (decoded.ok) valid.push({ index, type: decoded.type, refusal: decoded.refusal, ...this.startSpan(message, decoded) });
       else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
     });
     if (valid.length > 0) {
       const applied = await this.apply(valid.map((v) => v.command));
       valid.forEach((v, i) => {
         const decision = applied?.[i];
+        v.span?.end(decision?.outcome ?? "not stored");
         const deliveryCount = batch[v.index]!.deliveryCount;
         if (decision?.outcome === "refused") {
           const message = batch[v.index]!;
@@ -97,6 +101,26 @@ export class TimerCommandProcessor {
     }
     await Promise.all(rejected);
     return settlements;
+  }
+
+  /**
+   * Opens the span of a command about to be stored; a command that sets what its timer fires keeps
+   * the span's trace, so its events hang under the service's span of it.
+   */
+  private startSpan(
+    message: DeliveredCommand,
+    decoded: Extract<ReturnType<CommandDecoder["decode"]>, { ok: true }>,
+  ): { command: TimerCommand; span?: CommandSpan } {
+    const { tracing } = this.deps;
+    const { command } = decoded;
+    if (tracing === undefined) return { command };
+    const span = tracing.startCommand(decoded.trace, {
+      subject: message.subject,
+      messageId: message.sourceId,
+      tenantId: command.tenantId,
+      serviceCallId: command.kind === "cancelPrefix" ? undefined : command.serviceCallId,
+    });
+    return { command: command.kind === "schedule" || command.kind === "retry" ? { ...command, trace: span.trace } : command, span };
   }
 
   private decode(message: DeliveredCommand): ReturnType<CommandDecoder["decode"]> {

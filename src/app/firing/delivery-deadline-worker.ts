@@ -1,3 +1,4 @@
+import { traceOf } from "../../domain/trace-context.js";
 import type { FiringWorkerDeps } from "./firing-worker-deps.js";
 import { publishClaimed } from "./publish-claimed.js";
 import { timerKeyString } from "../../domain/timer.js";
@@ -51,6 +52,7 @@ export class DeliveryDeadlineWorker {
           data: timer.data,
           correlationId: timer.correlationId,
           attempt: decision.next.attempt,
+          trace: traceOf(timer),
         }),
       this.deps,
       "publishing delivery retries failed; they are retried",

@@ -1,3 +1,4 @@
+import { traceOf } from "../../domain/trace-context.js";
 import type { FiringWorkerDeps } from "./firing-worker-deps.js";
 import { publishClaimed } from "./publish-claimed.js";
 import { timerKeyString, type TimerKey } from "../../domain/timer.js";
@@ -143,6 +144,7 @@ export class DueTimerWorker {
         data,
         correlationId,
         ...occurrence,
+        trace: traceOf(timer),
       });
     }
     return publisher.publishDueTimeReached({
@@ -157,6 +159,7 @@ export class DueTimerWorker {
       ...(firing.missedOccurrences === 0 ? {} : { missedOccurrences: firing.missedOccurrences }),
       ...(firing.missedOccurrencesCapped ? { missedOccurrencesCapped: true } : {}),
       ...(firing.next.tracking === undefined ? {} : { attempt: firing.next.tracking.attempt }),
+      trace: traceOf(timer),
     });
   }
 }

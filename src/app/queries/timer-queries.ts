@@ -30,6 +30,8 @@ export interface TimerRecord extends TimerKey {
   readonly lastReason: string | null;
   readonly createdBy: string | null;
   readonly createdVia: string | null;
+  /** The trace its events continue (CONTRACT §13); null for a timer stored before tracing. */
+  readonly traceId?: string | null;
 }
 
 /**

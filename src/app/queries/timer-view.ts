@@ -25,6 +25,7 @@ export interface TimerView {
   readonly durationMs?: number;
   readonly createdBy?: string;
   readonly createdVia?: string;
+  readonly traceId?: string;
 }
 
 export interface StatsView {
@@ -77,6 +78,7 @@ export function timerView(record: TimerRecord): TimerView {
     ...(record.completedAtMs === null || record.firedAtMs === null ? {} : { durationMs: record.completedAtMs - record.firedAtMs }),
     ...(record.createdBy === null ? {} : { createdBy: record.createdBy }),
     ...(record.createdVia === null ? {} : { createdVia: record.createdVia }),
+    ...(record.traceId == null ? {} : { traceId: record.traceId }),
   };
 }
 

@@ -124,6 +124,7 @@ describe("CommandDecoder: CancelTimersByPrefix", () => {
       refusal: expect.any(Function),
       type: "CancelTimersByPrefix",
       command: { kind: "cancelPrefix", tenantId: "acme", serviceCallIdPrefix: "order-4711:", correlationId: "c", timestampMs: 9 },
+      trace: expect.objectContaining({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) }),
     });
   });
 

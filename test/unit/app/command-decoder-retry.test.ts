@@ -31,7 +31,8 @@ describe("CommandDecoder: RetryTimer (CONTRACT §14)", () => {
       ok: true,
       refusal: expect.any(Function),
       type: "RetryTimer",
-      command: { kind: "retry", tenantId: "acme", serviceCallId: "s", correlationId: "op", timestampMs: 42 },
+      command: { kind: "retry", tenantId: "acme", serviceCallId: "s", correlationId: "op", timestampMs: 42, trace: expect.anything() },
+      trace: expect.objectContaining({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) }),
     });
   });
 

@@ -83,7 +83,9 @@ describe("CommandDecoder: valid commands", () => {
         timestampMs: 1_000,
         repeat: null,
         maxLatenessMs: null,
+        trace: expect.objectContaining({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) }),
       },
+      trace: expect.objectContaining({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) }),
     });
   });
 
@@ -95,6 +97,7 @@ describe("CommandDecoder: valid commands", () => {
       refusal: expect.any(Function),
       type: "CancelTimer",
       command: { kind: "cancel", tenantId: "acme", serviceCallId: "call-9", correlationId: "c", timestampMs: 5 },
+      trace: expect.objectContaining({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) }),
     });
   });
 

@@ -225,6 +225,7 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
           generation: 1,
           data: '{"a":1}',
           correlationId: null,
+          trace: expect.objectContaining({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) }),
         },
       ]);
       expect(await store.get({ tenantId: "acme", serviceCallId: "late" })).toMatchObject({ state: "Missed" });

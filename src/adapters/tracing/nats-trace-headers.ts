@@ -1,0 +1,40 @@
+import { ROOT_CONTEXT, trace, type TextMapGetter, type TextMapSetter } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import type { MsgHdrs } from "@nats-io/transport-node";
+import type { TraceContext } from "../../domain/trace-context.js";
+
+/** The W3C limit of a `tracestate` header; a longer one is dropped rather than cut. */
+const MAX_TRACESTATE_LENGTH = 512;
+
+/** The OTel carrier view of NATS message headers. */
+export const natsHeaderGetter: TextMapGetter<MsgHdrs> = {
+  keys: (headers) => headers.keys(),
+  get: (headers, key) => (headers.has(key) ? headers.get(key) : undefined),
+};
+
+/** Writes into a plain record, which the publisher copies into the message's headers. */
+export const recordHeaderSetter: TextMapSetter<Record<string, string>> = {
+  set: (carrier, key, value) => {
+    carrier[key] = value;
+  },
+};
+
+export const w3cPropagator = new W3CTraceContextPropagator();
+
+/**
+ * The trace context of a command's headers (CONTRACT §13), or undefined when it has no valid
+ * `traceparent` (wrong version or length, upper-case hex, all-zero ids: ignored, never rejected).
+ * `tracestate` is kept as it came, not as the propagator would re-serialize it.
+ */
+export function traceFromHeaders(headers: MsgHdrs | undefined): TraceContext | undefined {
+  if (headers === undefined || !headers.has("traceparent")) return undefined;
+  const span = trace.getSpanContext(w3cPropagator.extract(ROOT_CONTEXT, headers, natsHeaderGetter));
+  if (span === undefined) return undefined;
+  const traceState = headers.has("tracestate") ? headers.get("tracestate") : "";
+  return {
+    traceId: span.traceId,
+    traceFlags: span.traceFlags,
+    traceState: traceState === "" || traceState.length > MAX_TRACESTATE_LENGTH ? null : traceState,
+    spanId: span.spanId,
+  };
+}
