@@ -55,7 +55,8 @@ export interface ChaosSummary {
     readonly undetermined: number;
   };
   readonly commands: { readonly sent: number; readonly accepted: number };
-  readonly events: { readonly stored: number; readonly distinct: number };
+  /** `read` counts messages read twice by the consumer once each; `stored` does not. */
+  readonly events: { readonly read: number; readonly stored: number; readonly distinct: number };
   readonly lost: number;
   readonly early: number;
   /** Stored before due by the real clock, but not before due by a clock stepped ahead on some instance at the time. */
@@ -89,7 +90,14 @@ interface Required {
 }
 
 /** Judges a run's whole history. Pure: the same history gives the same summary. */
-export function checkHistory(history: ChaosHistory): ChaosSummary {
+export function checkHistory(recorded: ChaosHistory): ChaosSummary {
+  // One stored message read twice (the reader re-reads after recreating its consumer) has one store time.
+  const seenCopies = new Set<string>();
+  const events = recorded.events.filter((e) => {
+    const copy = `${e.envelopeId}@${e.storedAtMs}`;
+    return seenCopies.has(copy) ? false : (seenCopies.add(copy), true);
+  });
+  const history = { ...recorded, events };
   const violations: Violation[] = [];
   const eventsByTimer = groupBy(history.events, (e) => e.serviceCallId);
   const timersById = new Map(history.timers.map((t) => [t.serviceCallId, t]));
@@ -196,7 +204,11 @@ export function checkHistory(history: ChaosHistory): ChaosSummary {
     faults: { injected: injected.length, skipped: history.faults.length - injected.length, byKind: countBy(injected, (f) => f.kind) },
     timers: { total: history.timers.length, byPlan, mustFire: mustFire.length, undetermined },
     commands: { sent: commands.length, accepted: commands.filter((c) => c.acceptedAtMs !== undefined).length },
-    events: { stored: history.events.length, distinct: new Set(history.events.map((e) => e.envelopeId)).size },
+    events: {
+      read: recorded.events.length,
+      stored: history.events.length,
+      distinct: new Set(history.events.map((e) => e.envelopeId)).size,
+    },
     lost: counts["lost"] ?? 0,
     early: counts["early"] ?? 0,
     earlyWithinClockStep,
@@ -237,10 +249,15 @@ function judgeOneShot(timer: TimerHistory, events: readonly ObservedEvent[], vio
     // The change may or may not have applied: either outcome is fine, one of them must fire unless it was a cancel.
     return second.kind === "cancel" ? none : { ...none, required: anyOf(timer, events), undetermined: false };
   }
-  const superseded = (e: ObservedEvent): boolean => e.generation === 1 && e.dueAtMs === first.dueAtMs;
-  if (readBack.state === "Reached" && readBack.generation === 1) {
+  const superseded = (e: ObservedEvent): boolean => e.dueAtMs === first.dueAtMs && e.dueAtMs !== second.dueAtMs;
+  if (readBack.state === "Reached" && readBack.dueAtMs === first.dueAtMs) {
     // The timer fired before the change committed; Reached is final.
-    return { ...none, required: original, undetermined: false, cancelAfterFiring: second.kind === "cancel" };
+    return {
+      ...none,
+      required: { dueAtMs: first.dueAtMs, generation: readBack.generation },
+      undetermined: false,
+      cancelAfterFiring: second.kind === "cancel",
+    };
   }
   const lateOnes = events.filter((e) => superseded(e) && e.storedAtMs > readBack.observedAtMs + SUPERSEDED_GRACE_MS);
   for (const e of lateOnes) {
@@ -253,6 +270,8 @@ function judgeOneShot(timer: TimerHistory, events: readonly ObservedEvent[], vio
   if (second.kind === "cancel") {
     return { ...none, undetermined: false, firedBeforeCancelCommitted: events.some(superseded) && lateOnes.length === 0 };
   }
+  // The generation is the read-back's: when the reschedule was applied before a redelivered first
+  // schedule (older, so then ignored), the timer was created by the reschedule at generation 1.
   return { ...none, required: { dueAtMs: second.dueAtMs!, generation: readBack.generation }, undetermined: false };
 }
 

@@ -80,9 +80,12 @@ export class ChaosProducer {
     const newDueOffsetMs = this.prng.int(1_000, 20_000);
     if (!(await this.schedule(timer, dueAtMs))) return;
     await sleep(changeAtMs - Date.now());
-    const accepted = plan === "cancel" ? await this.cancel(timer) : await this.schedule(timer, Date.now() + newDueOffsetMs);
-    if (accepted)
-      this.readBacks.watch(timer.serviceCallId, plan === "cancel" ? "cancel" : "reschedule", (readBack) => (timer.readBack = readBack));
+    const newDueAtMs = plan === "cancel" ? undefined : Date.now() + newDueOffsetMs;
+    const accepted = newDueAtMs === undefined ? await this.cancel(timer) : await this.schedule(timer, newDueAtMs);
+    if (accepted) {
+      const change = plan === "cancel" ? "cancel" : "reschedule";
+      this.readBacks.watch(timer.serviceCallId, change, newDueAtMs, (readBack) => (timer.readBack = readBack));
+    }
   }
 
   private add(serviceCallId: string, plan: TimerPlan): MutableTimer {

@@ -6,6 +6,8 @@ const POLL_EVERY_MS = 250;
 
 interface Watch {
   readonly change: "cancel" | "reschedule";
+  /** A reschedule's new due time. */
+  readonly newDueAtMs: number | undefined;
   readonly resolve: (readBack: ReadBack) => void;
 }
 
@@ -13,7 +15,7 @@ interface Watch {
  * Reads timers straight from Postgres (not through the instances' faulty links) until a cancel or
  * reschedule shows its outcome: the first time it does bounds when the command committed. A cancel
  * shows as `Cancelled`, or `Reached` when the timer fired first (Reached is final); a reschedule as
- * generation 2, or `Reached` at generation 1.
+ * its new due time, or `Reached` at the old one.
  */
 export class ReadBackPoller {
   private readonly watches = new Map<string, Watch>();
@@ -38,8 +40,8 @@ export class ReadBackPoller {
     return this.watches.size;
   }
 
-  watch(serviceCallId: string, change: Watch["change"], resolve: Watch["resolve"]): void {
-    this.watches.set(serviceCallId, { change, resolve });
+  watch(serviceCallId: string, change: Watch["change"], newDueAtMs: number | undefined, resolve: Watch["resolve"]): void {
+    this.watches.set(serviceCallId, { change, newDueAtMs, resolve });
   }
 
   async close(): Promise<void> {
@@ -59,7 +61,8 @@ export class ReadBackPoller {
       for (const row of rows) {
         const watch = this.watches.get(row.id);
         if (watch === undefined) continue;
-        const shown = row.state === "Reached" || (watch.change === "cancel" ? row.state === "Cancelled" : row.generation >= 2);
+        const dueAtMs = row.due_at === null ? null : Number(row.due_at);
+        const shown = row.state === "Reached" || (watch.change === "cancel" ? row.state === "Cancelled" : dueAtMs === watch.newDueAtMs);
         if (!shown) continue;
         this.watches.delete(row.id);
         watch.resolve({

@@ -138,6 +138,25 @@ describe("chaos checker", () => {
     expect(summary.ok).toBe(false);
   });
 
+  it("one stored message read twice by the consumer is not a duplicate", () => {
+    const reread = { ...clean[0]!, receivedAtMs: T0 + 60_000 };
+    const summary = checkHistory(history([...clean, reread]));
+    expect(summary.duplicates).toBe(0);
+    expect(summary.events).toMatchObject({ read: clean.length + 1, stored: clean.length });
+  });
+
+  it("a reschedule applied before its redelivered first schedule fires at the new due time with generation 1", () => {
+    const first = { ...rescheduled, readBack: { observedAtMs: T0 + 4_100, state: "Reached", generation: 1, dueAtMs: T0 + 4_000 } };
+    const events = [...clean.filter((e) => e.serviceCallId !== "reschedule-2"), event("reschedule-2", T0 + 4_000, T0 + 4_030)];
+    const summary = checkHistory({ ...history(events), timers: [once, cancelled, first, recurring] });
+    expect(summary.violations).toEqual({});
+    const missing = checkHistory({
+      ...history(events.filter((e) => e.serviceCallId !== "reschedule-2")),
+      timers: [once, cancelled, first, recurring],
+    });
+    expect(missing.lost).toBe(1);
+  });
+
   it("a recurring occurrence off its period is drift; one missing is lost, one coalesced is not", () => {
     const drifted = [...recurringEvents.slice(0, 2), { ...recurringEvents[2]!, dueAtMs: T0 + 7_250 }];
     expect(checkHistory(history([...clean.slice(0, 2), ...drifted])).recurring.drift).toBe(1);
