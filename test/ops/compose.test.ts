@@ -45,11 +45,14 @@ describe("docker-compose.yml", () => {
     expect(result.code, result.output).toBe(0);
   });
 
-  it("when docker-compose resolves it, then nats, timer-service, prometheus, grafana and the postgres stack are defined", ({ skip }) => {
+  it("when docker-compose resolves it, then nats, timer-service, prometheus, grafana, jaeger and the postgres stack are defined", ({
+    skip,
+  }) => {
     const result = runCommand(requireCompose(skip), ["config", "--services"]);
     expect(result.code, result.output).toBe(0);
     expect(result.output.trim().split("\n").sort()).toEqual([
       "grafana",
+      "jaeger",
       "nats",
       "postgres",
       "prometheus",
@@ -59,13 +62,14 @@ describe("docker-compose.yml", () => {
     ]);
   });
 
-  it("when docker-compose resolves it, then grafana is under dashboards and the postgres stack under postgres (both off by default)", ({
+  it("when docker-compose resolves it, then grafana is under dashboards, jaeger under tracing and the postgres stack under postgres (all off by default)", ({
     skip,
   }) => {
     const result = runCommand(requireCompose(skip), ["config"]);
     expect(result.code, result.output).toBe(0);
     expect(profilesByService(result.output)).toEqual({
       grafana: ["dashboards"],
+      jaeger: ["tracing"],
       nats: [],
       postgres: ["postgres"],
       prometheus: [],
