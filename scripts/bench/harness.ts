@@ -14,3 +14,4 @@ export * from "./harness/proc.js";
 export * from "./harness/populate.js";
 export * from "./harness/statistics.js";
 export * from "./harness/machine.js";
+export * from "./harness/ingest-then-fire.js";

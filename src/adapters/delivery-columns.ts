@@ -21,11 +21,10 @@ const TRACKING_MEMBERS = [
   "result",
   "lastReason",
   "deadlineAtMs",
-  "traceId",
-  "traceFlags",
-  "traceState",
-  "traceSpanId",
 ] as const;
+
+/** The trace members (CONTRACT §13): all set, or all unset when the timer has no trace-id. */
+const TRACE_MEMBERS = ["traceId", "traceFlags", "traceState", "traceSpanId"] as const;
 
 /**
  * A timer row with its §11 members parsed, and those that are unset (null, attempt 0) left out, so
@@ -36,5 +35,12 @@ export function withTracking<T extends object>(row: T): T {
   if (typeof timer.delivery === "string") timer.delivery = deliveryOf(timer.delivery);
   for (const member of TRACKING_MEMBERS) if (timer[member] === null) delete timer[member];
   if (timer.attempt === 0) delete timer.attempt;
+  return withoutUnsetTrace(row);
+}
+
+/** Leaves the trace members out of a row whose timer has no trace, as every store reads it back. */
+export function withoutUnsetTrace<T extends object>(row: T): T {
+  const timer = row as Record<string, unknown>;
+  if (timer.traceId === null) for (const member of TRACE_MEMBERS) delete timer[member];
   return row;
 }

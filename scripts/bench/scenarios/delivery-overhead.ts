@@ -18,13 +18,13 @@ import {
   publishAll,
   round,
   scaled,
-  sleep,
   startNats,
   startService,
   stopService,
   waitConsumerDrained,
   type BenchContext,
   type OutMessage,
+  measureIngestThenFire,
 } from "../harness.js";
 
 const encoder = new TextEncoder();
@@ -55,15 +55,7 @@ export async function deliveryOverhead(ctx: BenchContext): Promise<Record<string
         i,
       ),
     );
-    const ingestCpu = new CpuMeter(pids);
-    await publishAll(client.nc, schedules, { inFlight: 2_000, timeoutMs: budgetMs + 60_000, label: `${tenantId} ingest` });
-    await waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 120_000, what: `${tenantId} stored` });
-    const ingest = ingestCpu.read(n);
-    const valid = Date.now() < dueAtMs;
-    await sleep(dueAtMs - Date.now());
-    const fireCpu = new CpuMeter(pids);
-    await events.waitFor(n, 120_000, `${tenantId} fire`);
-    const fire = fireCpu.read(n);
+    const { valid, ingest, fire } = await measureIngestThenFire(client, events, pids, { schedules, dueAtMs, budgetMs, label: tenantId });
     let report: Record<string, number> | undefined;
     if (tracked) {
       const reports = Array.from({ length: n }, (_, i) =>

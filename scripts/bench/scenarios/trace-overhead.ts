@@ -15,19 +15,14 @@ import { headers } from "@nats-io/transport-node";
 import { ensureBaselineBuild } from "../baseline.js";
 import {
   BenchClient,
-  COMMANDS_CONSUMER,
-  COMMANDS_STREAM,
-  CpuMeter,
   DueEventCollector,
   callId,
-  publishAll,
   scaled,
-  sleep,
   startNats,
   startService,
-  waitConsumerDrained,
   type BenchContext,
   type OutMessage,
+  measureIngestThenFire,
 } from "../harness.js";
 
 /** The last commit before trace context. */
@@ -73,15 +68,7 @@ export async function traceOverhead(ctx: BenchContext): Promise<Record<string, u
       h.set("traceparent", `00-${(i + 1).toString(16).padStart(32, "a")}-00f067aa0ba902b7-01`);
       return { subject: `timer.commands.schedule.${tenantId}`, data: encoder.encode(JSON.stringify(envelope)), headers: h };
     });
-    const ingestCpu = new CpuMeter(pids);
-    await publishAll(client.nc, schedules, { inFlight: 2_000, timeoutMs: budgetMs + 60_000, label: `${label} ingest` });
-    await waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 120_000, what: `${label} stored` });
-    const ingest = ingestCpu.read(n);
-    const valid = Date.now() < dueAtMs;
-    await sleep(dueAtMs - Date.now());
-    const fireCpu = new CpuMeter(pids);
-    await events.waitFor(n, 120_000, `${label} fire`);
-    const fire = fireCpu.read(n);
+    const { valid, ingest, fire } = await measureIngestThenFire(client, events, pids, { schedules, dueAtMs, budgetMs, label });
     ctx.log(
       `${label}: ingest ${ingest.serviceUsPerItem} µs/command, fire ${fire.serviceUsPerItem} µs/event${valid ? "" : " (invalid: ingest ran past the due time)"}`,
     );

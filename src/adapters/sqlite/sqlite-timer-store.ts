@@ -16,7 +16,7 @@ import type {
   TimerStore,
 } from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
-import { deliveryOf } from "../delivery-columns.js";
+import { deliveryOf, withoutUnsetTrace } from "../delivery-columns.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
@@ -284,14 +284,7 @@ export class SqliteTimerStore implements TimerStore {
       if (row.repeat !== null) (row as { repeat: unknown }).repeat = parseRecurrence(row.repeat);
       if (row.delivery !== null) (row as { delivery: unknown }).delivery = deliveryOf(row.delivery);
       else delete (row as { delivery?: unknown }).delivery;
-      // Unset trace members are left out, as every store reads them back.
-      if (row.traceId === null) {
-        const traced = row as Partial<Record<"traceId" | "traceFlags" | "traceState" | "traceSpanId", unknown>>;
-        delete traced.traceId;
-        delete traced.traceFlags;
-        delete traced.traceState;
-        delete traced.traceSpanId;
-      }
+      withoutUnsetTrace(row);
     }
     return rows as unknown as DueTimer[];
   }

@@ -1,0 +1,35 @@
+import {
+  COMMANDS_CONSUMER,
+  COMMANDS_STREAM,
+  publishAll,
+  waitConsumerDrained,
+  type BenchClient,
+  type DueEventCollector,
+  type OutMessage,
+} from "./bench-client.js";
+import { sleep } from "./log.js";
+import { CpuMeter } from "./proc.js";
+
+/**
+ * Publishes `schedules` (all due at `dueAtMs`), waits until the service stored them, waits for the
+ * due time, then for their `n` events: the CPU of each phase per item. `valid` is false when the
+ * ingest ran past the due time, so the phases overlapped.
+ */
+export async function measureIngestThenFire(
+  client: BenchClient,
+  events: DueEventCollector,
+  pids: Readonly<Record<string, number | undefined>>,
+  run: { readonly schedules: readonly OutMessage[]; readonly dueAtMs: number; readonly budgetMs: number; readonly label: string },
+): Promise<{ valid: boolean; ingest: ReturnType<CpuMeter["read"]>; fire: ReturnType<CpuMeter["read"]> }> {
+  const { schedules, dueAtMs, budgetMs, label } = run;
+  const n = schedules.length;
+  const ingestCpu = new CpuMeter(pids);
+  await publishAll(client.nc, schedules, { inFlight: 2_000, timeoutMs: budgetMs + 60_000, label: `${label} ingest` });
+  await waitConsumerDrained(client, COMMANDS_STREAM, COMMANDS_CONSUMER, { timeoutMs: 120_000, what: `${label} stored` });
+  const ingest = ingestCpu.read(n);
+  const valid = Date.now() < dueAtMs;
+  await sleep(dueAtMs - Date.now());
+  const fireCpu = new CpuMeter(pids);
+  await events.waitFor(n, 120_000, `${label} fire`);
+  return { valid, ingest, fire: fireCpu.read(n) };
+}
