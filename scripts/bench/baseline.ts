@@ -1,7 +1,7 @@
 /**
  * A runnable build of an earlier version of the service, for same-run comparisons (the
- * backlog drain of the current service against v1 at commit f91ce85 and against v2 before the
- * tuning at commit f866702).
+ * backlog drain of the current service against v1 at commit f91ce85 and against main before the
+ * write path was narrowed at commit 70fd28e; other scenarios name their own commits).
  *
  * The commit's `src/`, `drizzle/`, `package.json` and tsconfig files are extracted with
  * `git archive` into `bench-results/.baseline-<commit>/` (git-ignored), the repository's
@@ -17,8 +17,8 @@ import { REPO_ROOT, log } from "./harness.js";
 
 /** v1: the last commit before the v2 features (generation, recurring timers, delivery, queries, …). */
 export const V1_COMMIT = "f91ce85";
-/** v2 with every feature, before the ingest tuning began (the "before" of its before/after). */
-export const BEFORE_TUNING_COMMIT = "f866702";
+/** v3 with fairness, quotas and trace context, before the write path was narrowed (the "before" of its before/after). */
+export const BEFORE_WRITE_LESS_COMMIT = "70fd28e";
 
 export interface BaselineBuild {
   /** The short commit asked for. */

@@ -103,6 +103,18 @@ describe("Postgres plans with statistics older than a bulk insert", () => {
     }
   });
 
+  it("when the next due time is read or an instance gives up all its claims, then only the due tenants' ranges are read, through the tenant index", async () => {
+    for (const plan of await plans(q.NEXT_DUE_AT, [])) {
+      expect(scansOfTimers(plan)).toEqual(["Index Only Scan timer_schedules_tenant_state_due_idx"]);
+    }
+    for (const plan of await plans(q.RELEASE_ALL_CLAIMS, ["owner-a", NOW])) {
+      expect(scansOfTimers(plan)).toEqual([
+        "Index Scan timer_schedules_tenant_state_due_idx",
+        "Index Scan timer_schedules_tenant_id_service_call_id_pk",
+      ]);
+    }
+  });
+
   it("when a batch of firings or deadlines is recorded, a batch's keys are locked or its claims released, then the rows are found by primary key, not by reading every Scheduled row", async () => {
     const n = keys.length;
     const firings = [

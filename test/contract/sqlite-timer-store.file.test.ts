@@ -7,6 +7,7 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
+import type { DecideCommand } from "../../src/app/timer-store.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
 
 /** Every migration drizzle-kit generated, each applied once. */
@@ -71,6 +72,32 @@ describe("SqliteTimerStore database file", () => {
 
     expect(await second.countScheduled()).toBe(1);
     expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: MIGRATION_COUNT });
+  });
+
+  it("when more tenants than nextDueAt walks hold cancelled earlier timers, then it answers a bound no later than the real due time, and polls make it exact", async () => {
+    const store = open(join(folder, "timer.db"));
+    const decide: DecideCommand = (current, command) => decideCommand(current, command, 1);
+    const staleTenants = Array.from({ length: 80 }, (_, i) => `tenant-${String(i).padStart(2, "0")}`);
+    const keyed = { data: null, correlationId: null };
+    await store.applyCommands(
+      [
+        ...staleTenants.map((tenantId, i) => ({ kind: "schedule" as const, tenantId, serviceCallId: "early", dueAtMs: 100 + i, timestampMs: 1, ...keyed })),
+        { kind: "schedule" as const, tenantId: "acme", serviceCallId: "real", dueAtMs: 1_000, timestampMs: 1, ...keyed },
+      ],
+      decide,
+    );
+    await store.applyCommands(
+      staleTenants.map((tenantId) => ({ kind: "cancel" as const, tenantId, serviceCallId: "early", timestampMs: 2, correlationId: null })),
+      decide,
+    );
+
+    const bound = await store.nextDueAt();
+    expect(bound).not.toBeNull();
+    expect(bound!).toBeLessThan(1_000);
+
+    // The poll at that bound finds the stale tenants idle and raises them (here: removes them).
+    expect(await store.claimDue({ nowMs: 999, limit: 100, owner: "test", leaseUntilMs: 2_000 })).toEqual([]);
+    expect(await store.nextDueAt()).toBe(1_000);
   });
 
   it("when a v1 database with timers is opened, then it is migrated WITHOUT ROWID and its timers are kept at generation 1", async () => {

@@ -1090,6 +1090,26 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect(await store.nextDueAt()).toBe(NOW + 200);
         expect(await store.countScheduled()).toBe(3);
       });
+
+      it("when the earliest timers of other tenants were cancelled or moved later, then nextDueAt is the earliest still Scheduled", async () => {
+        await apply(
+          schedule("cancelled-first", NOW + 100, { tenantId: "initech" }),
+          schedule("moved-later", NOW + 150, { tenantId: "globex" }),
+          schedule("kept", NOW + 400),
+        );
+        expect(await store.nextDueAt()).toBe(NOW + 100);
+
+        await apply(
+          cancel("cancelled-first", { tenantId: "initech", timestampMs: 2 }),
+          schedule("moved-later", NOW + 300, { tenantId: "globex", timestampMs: 2 }),
+        );
+
+        expect(await store.nextDueAt()).toBe(NOW + 300);
+        expect(await store.countScheduled()).toBe(2);
+        await apply(cancel("moved-later", { tenantId: "globex", timestampMs: 3 }), cancel("kept", { timestampMs: 3 }));
+        expect(await store.nextDueAt()).toBeNull();
+        expect(await store.countScheduled()).toBe(0);
+      });
     });
 
     describe("stored values", () => {

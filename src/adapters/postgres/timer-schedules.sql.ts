@@ -3,8 +3,8 @@ import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerSelectList
 /**
  * The statements of PostgresTimerStore. Table names are unqualified: each connection's search_path
  * names the store's schema. Key columns are `COLLATE "C"`, so every comparison and ORDER BY on them
- * is by code point and the partial index `timer_schedules_due_idx` serves the due queries. Queries
- * of Scheduled timers spell `state = 'Scheduled'` literally so that the planner matches that index.
+ * is by code point. Due timers are found tenant by tenant, through `timer_due_tenants` and each
+ * tenant's range of `timer_schedules_tenant_state_due_idx`.
  */
 
 // Aliased to the field names of Timer, so a row is a Timer but for the text of `repeat` and `delivery`.
@@ -258,11 +258,19 @@ export const RECORD_FIRINGS = `
 
 /**
  * Drops owner $1's claims on Scheduled timers due at or before $2. Claims exist only on such rows
- * (a mark or a change of due time clears them), so the partial due index bounds the scan.
+ * (a mark or a change of due time clears them), whose tenants have a due bound at or before $2:
+ * only their due ranges are read, one tenant at a time (a subquery per tenant: the planner cannot
+ * turn it into one scan of the table, however few Scheduled rows stale statistics promise there).
  */
 export const RELEASE_ALL_CLAIMS = `
-  UPDATE timer_schedules SET claimed_by = NULL, claimed_until = NULL
-  WHERE state = 'Scheduled' AND due_at <= $2 AND claimed_by = $1`;
+  WITH claimed AS MATERIALIZED (
+    SELECT d.tenant_id, unnest(ARRAY(
+      SELECT t.service_call_id FROM timer_schedules t
+      WHERE t.tenant_id = d.tenant_id AND t.state = 'Scheduled' AND t.due_at <= $2 AND t.claimed_by = $1)) AS service_call_id
+    FROM timer_due_tenants d WHERE d.earliest_due_at <= $2
+  )
+  UPDATE timer_schedules t SET claimed_by = NULL, claimed_until = NULL
+  FROM claimed c WHERE t.tenant_id = c.tenant_id AND t.service_call_id = c.service_call_id`;
 
 /**
  * Drops owner $1's claims on the keys $2 tenants, $3 serviceCallIds, found by primary key. The owner
@@ -276,9 +284,27 @@ export const RELEASE_CLAIMS = `
   WHERE t.tenant_id = k.tenant_id AND t.service_call_id = k.service_call_id
     AND coalesce(t.claimed_by = $1, false)`;
 
-export const NEXT_DUE_AT = `SELECT min(due_at) AS "dueAtMs" FROM timer_schedules WHERE state = 'Scheduled'`;
+/**
+ * The earliest due time of a Scheduled timer: `earliest_due_at` is only a lower bound of a tenant's
+ * (a cancel leaves it low until a poll raises it), so the real earliest of the NEXT_DUE_WALK tenants
+ * with the lowest bounds is read from their due ranges, and the next tenant's bound caps the answer:
+ * never later than the real one, exact unless more than NEXT_DUE_WALK tenants hold stale bounds
+ * below it (the poll it wakes then raises them).
+ */
+const NEXT_DUE_WALK = 16;
+export const NEXT_DUE_AT = `
+  WITH lowest AS (
+    SELECT tenant_id, earliest_due_at, row_number() OVER (ORDER BY earliest_due_at, tenant_id) AS n
+    FROM (SELECT tenant_id, earliest_due_at FROM timer_due_tenants WHERE earliest_due_at < ${NO_DUE}
+          ORDER BY earliest_due_at, tenant_id LIMIT ${NEXT_DUE_WALK + 1}) AS bounds)
+  SELECT least(
+    (SELECT min(e.due_at) FROM lowest l CROSS JOIN LATERAL (
+       SELECT min(due_at) AS due_at FROM timer_schedules s WHERE s.tenant_id = l.tenant_id AND s.state = 'Scheduled') AS e
+     WHERE l.n <= ${NEXT_DUE_WALK}),
+    (SELECT earliest_due_at FROM lowest WHERE n = ${NEXT_DUE_WALK + 1})) AS "dueAtMs"`;
 
-export const COUNT_SCHEDULED = `SELECT count(*) AS count FROM timer_schedules WHERE state = 'Scheduled'`;
+/** Summed over the counter rows of every backend (0002_state_counts.sql). */
+export const COUNT_SCHEDULED = `SELECT coalesce(sum(count), 0)::bigint AS count FROM timer_state_counts WHERE state = 'Scheduled'`;
 
 /** Scheduled timers of the tenants $1, summed over the counter rows of every backend (0002_state_counts.sql). */
 export const COUNT_SCHEDULED_OF = `

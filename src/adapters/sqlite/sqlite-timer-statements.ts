@@ -75,8 +75,6 @@ export function timerOf(row: TimerRow | undefined): Timer | undefined {
 const UPSERT_VALUES = TIMER_COLUMNS.map(() => "?").join(", ");
 const UPSERT_SET = TIMER_VALUE_COLUMNS.map((column) => `${column} = excluded.${column}`).join(", ");
 
-// Queries of Scheduled timers spell `state = 'Scheduled'` literally, so the planner matches the
-// partial index timer_schedules_due_idx once at prepare time instead of re-planning per binding.
 const TENANT_DUE_ORDER = "ORDER BY due_at, service_call_id LIMIT @limit";
 
 export type PrefixCancelKey = Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">;
@@ -92,7 +90,9 @@ export interface SqliteTimerStatements {
   readonly selectDeadlines: Database.Statement<[{ nowMs: number; limit: number }], DeadlineTimerRow>;
   readonly recordDeadline: Database.Statement<[Record<string, unknown>]>;
   readonly selectNextDeadlineAt: Database.Statement<[], { deadlineAtMs: number | null }>;
-  readonly selectNextDueAt: Database.Statement<[], { dueAtMs: number | null }>;
+  /** Tenants of timer_due_tenants by their lower bound, lowest first: nextDueAt's walk. */
+  readonly selectDueTenantBounds: Database.Statement<[limit: number], { tenantId: string; boundMs: number }>;
+  readonly selectTenantEarliestDue: Database.Statement<[tenantId: string], { dueAtMs: number | null }>;
   readonly countScheduled: Database.Statement<[], { count: number }>;
   readonly countScheduledOfTenant: Database.Statement<[string], { count: number }>;
   readonly selectPrefixCancels: Database.Statement<[], PrefixCancel & { progressKey: string | null }>;
@@ -177,11 +177,14 @@ export function prepareTimerStatements(db: Database.Database): SqliteTimerStatem
     updatePrefixProgress: db.prepare<[PrefixCancelKey & { progressKey: string | null }]>(`
       UPDATE timer_prefix_cancels SET progress_key = @progressKey
       WHERE tenant_id = @tenantId AND service_call_id_prefix = @serviceCallIdPrefix`),
-    selectNextDueAt: db.prepare<[], { dueAtMs: number | null }>(
-      "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE state = 'Scheduled'",
+    selectDueTenantBounds: db.prepare<[number], { tenantId: string; boundMs: number }>(
+      "SELECT tenant_id AS tenantId, earliest_due_at AS boundMs FROM timer_due_tenants ORDER BY earliest_due_at, tenant_id LIMIT ?",
     ),
-    countScheduled: db.prepare<[], { count: number }>("SELECT count(*) AS count FROM timer_schedules WHERE state = 'Scheduled'"),
+    selectTenantEarliestDue: earliestDue,
     // Kept by triggers (drizzle/sqlite/0008_state_counts.sql).
+    countScheduled: db.prepare<[], { count: number }>(
+      "SELECT coalesce(sum(count), 0) AS count FROM timer_state_counts WHERE state = 'Scheduled'",
+    ),
     countScheduledOfTenant: db.prepare<[string], { count: number }>(
       "SELECT count FROM timer_state_counts WHERE tenant_id = ? AND state = 'Scheduled'",
     ),

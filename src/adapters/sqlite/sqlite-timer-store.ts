@@ -71,6 +71,9 @@ export interface SqliteTimerStoreOptions {
  */
 const SAFETY_NET_AUTOCHECKPOINT_PAGES = 50_000;
 
+/** Tenants whose real earliest due time nextDueAt reads at most (one index seek each). */
+const NEXT_DUE_WALK = 64;
+
 // src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
 const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
 
@@ -364,8 +367,23 @@ export class SqliteTimerStore implements TimerStore {
     return error === undefined ? undefined : error instanceof Error ? error.message : String(error);
   }
 
+  /**
+   * timer_due_tenants holds a lower bound of each tenant's earliest due time (a cancel leaves it
+   * low until a poll raises it), so the tenants are walked by bound, each one's real earliest read
+   * from its due range, until no bound is below the best found. Past NEXT_DUE_WALK tenants the
+   * next bound is the answer: never later than the real one, and the poll it wakes raises the
+   * stale bounds it passes.
+   */
   async nextDueAt(): Promise<number | null> {
-    return this.#sql.selectNextDueAt.get()?.dueAtMs ?? null;
+    let earliest: number | null = null;
+    const tenants = this.#sql.selectDueTenantBounds.all(NEXT_DUE_WALK + 1);
+    for (const [walked, { tenantId, boundMs }] of tenants.entries()) {
+      if (earliest !== null && boundMs >= earliest) break;
+      if (walked === NEXT_DUE_WALK) return boundMs;
+      const dueAtMs = this.#sql.selectTenantEarliestDue.get(tenantId)?.dueAtMs ?? null;
+      if (dueAtMs !== null && (earliest === null || dueAtMs < earliest)) earliest = dueAtMs;
+    }
+    return earliest;
   }
 
   async countScheduledOf(tenantIds: readonly string[]): Promise<ReadonlyMap<string, number>> {

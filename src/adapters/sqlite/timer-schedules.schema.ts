@@ -66,12 +66,9 @@ export const timerSchedules = sqliteTable(
       sql`${t.state} IN ('Scheduled', 'Reached', 'Cancelled', 'Missed', 'Fired', 'Completed', 'Failed', 'TimedOut')`,
     ),
     check("timer_schedules_due_at_check", sql`${t.dueAt} IS NOT NULL OR ${t.state} = 'Cancelled'`),
-    // Partial: Reached and Cancelled rows accumulate forever, the poll must not pay for them.
-    // Serves findDue's ORDER BY, nextDueAt's min(due_at) and countScheduled.
-    index("timer_schedules_due_idx")
-      .on(t.dueAt, t.tenantId, t.serviceCallId)
-      .where(sql`${t.state} = 'Scheduled'`),
-    // Queries (CONTRACT §9): a tenant's timers by state, in (dueAt, serviceCallId) order.
+    // No index by due time across tenants: each one costs a random b-tree write per scheduled timer,
+    // and the firing path reads due tenants from timer_due_tenants, counts from timer_state_counts.
+    // The fair claim and queries (CONTRACT §9, §12): a tenant's timers by state, in (dueAt, serviceCallId) order.
     index("timer_schedules_tenant_state_due_idx").on(t.tenantId, t.state, t.dueAt, t.serviceCallId),
     // Queries (CONTRACT §14, order changedDesc): a tenant's timers newest change first, by state,
     // by createdBy, or all of them; walked backwards from the cursor, index only.

@@ -1,0 +1,1 @@
+DROP INDEX "timer_schedules_due_idx";
