@@ -20,6 +20,7 @@ import { PrometheusTimerMetrics } from "../../src/adapters/metrics/prometheus-ti
 import { createLogger } from "../../src/adapters/logging/pino-logger.js";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
+import { HeaderTracing } from "../../src/adapters/tracing/header-tracing.js";
 import { TimerCommandProcessor, type DeliveredCommand } from "../../src/app/commands/timer-command-processor.js";
 import type { TimerEventPublisher } from "../../src/app/timer-event-publisher.js";
 import { callId, populateScheduled, prng, round, scheduleMessage } from "./harness.js";
@@ -64,12 +65,15 @@ const dir = mkdtempSync(join(tmpdir(), "ingest-micro-"));
 const results: Record<string, unknown>[] = [];
 try {
   const calendar = new CronerCalendar();
+  // As the service composes them: trace ids for commands without `traceparent` from the pooled generator.
+  const tracing = new HeaderTracing();
   const decoder = new CommandDecoder({
     subjectPrefix: "timer",
     maxHorizonDays: 3650,
     maxClockSkewMs: 86_400_000,
     clock: systemClock,
     calendar,
+    tracing,
   });
   const pendingTemplate = PENDING > 0 ? join(dir, "pending.db") : undefined;
   if (pendingTemplate !== undefined) {
@@ -89,6 +93,7 @@ try {
       clock: systemClock,
       metrics: new PrometheusTimerMetrics(),
       logger: createLogger("silent"),
+      tracing,
       onScheduled: () => {},
     });
     const batch = messages(r);

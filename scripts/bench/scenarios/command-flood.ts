@@ -8,13 +8,13 @@
  *   main before ingest fairness (FLOOD_BEFORE_COMMIT) and for this build, in the same run.
  * - cpuPerItem: 50,000 commands scheduled while the service runs, all due at one instant: service
  *   CPU per command (from the first publish until all are stored) and per event (from the due
- *   instant until all events arrived), for main before fair firing (CPU_BEFORE_COMMIT) and for this
- *   build, in the same run.
+ *   instant until all events arrived), for main before fair firing (CPU_BEFORE_COMMIT), main before
+ *   the write path was narrowed (BEFORE_WRITE_LESS_COMMIT) and this build, in the same run.
  *
  *   npm run bench -- --only commandFlood,cpuPerItem
  */
 import { brokerPartitionOf } from "../../../test/support/command-consumers.js";
-import { ensureBaselineBuild } from "../baseline.js";
+import { BEFORE_WRITE_LESS_COMMIT, ensureBaselineBuild } from "../baseline.js";
 import {
   BenchClient,
   COMMANDS_CONSUMER,
@@ -141,22 +141,27 @@ export async function cpuPerItem(ctx: BenchContext): Promise<Record<string, unkn
   const n = scaled(ctx, 50_000);
   const baseline = ensureBaselineBuild(CPU_BEFORE_COMMIT);
   const before = await cpuRun(ctx, "cpuPerItem-before", n, baseline.entry);
+  const beforeWriteLess = await cpuRun(ctx, "cpuPerItem-beforeWriteLess", n, ensureBaselineBuild(BEFORE_WRITE_LESS_COMMIT).entry);
   const onePartition = await cpuRun(ctx, "cpuPerItem-onePartition", n, undefined, { TIMER_COMMAND_PARTITIONS: "1" });
   const after = await cpuRun(ctx, "cpuPerItem", n, undefined);
   const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : round(a / b, 2));
   const result = {
     items: n,
     before: { commit: CPU_BEFORE_COMMIT, ...before },
+    beforeWriteLess: { commit: BEFORE_WRITE_LESS_COMMIT, ...beforeWriteLess },
     onePartition,
     after,
     commandRatio: ratio(after.usPerCommand, before.usPerCommand),
     commandRatioToOnePartition: ratio(after.usPerCommand, onePartition.usPerCommand),
     eventRatio: ratio(after.usPerEvent, before.usPerEvent),
+    commandRatioToBeforeWriteLess: ratio(after.usPerCommand, beforeWriteLess.usPerCommand),
+    eventRatioToBeforeWriteLess: ratio(after.usPerEvent, beforeWriteLess.usPerEvent),
   };
   ctx.log(
     `service CPU per command ${before.usPerCommand} → ${after.usPerCommand} µs (${result.commandRatio}×), ` +
       `per event ${before.usPerEvent} → ${after.usPerEvent} µs (${result.eventRatio}×); ` +
-      `with one partition ${onePartition.usPerCommand} µs per command, ${onePartition.usPerEvent} µs per event`,
+      `with one partition ${onePartition.usPerCommand} µs per command, ${onePartition.usPerEvent} µs per event; ` +
+      `before the write path was narrowed ${beforeWriteLess.usPerCommand} µs per command, ${beforeWriteLess.usPerEvent} µs per event`,
   );
   return result;
 }

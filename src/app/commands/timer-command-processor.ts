@@ -116,11 +116,15 @@ export class TimerCommandProcessor {
     if (tracing === undefined) return { command };
     const span = tracing.startCommand(decoded.trace, {
       subject: message.subject,
-      messageId: message.sourceId,
+      // Read only by a tracer that records it: the delivery info is parsed on first use.
+      get messageId() {
+        return message.sourceId;
+      },
       tenantId: command.tenantId,
       serviceCallId: command.kind === "cancelPrefix" ? undefined : command.serviceCallId,
     });
-    return { command: command.kind === "schedule" || command.kind === "retry" ? { ...command, trace: span.trace } : command, span };
+    const keepsTrace = (command.kind === "schedule" || command.kind === "retry") && span.trace !== decoded.trace;
+    return { command: keepsTrace ? { ...command, trace: span.trace } : command, span };
   }
 
   private decode(message: DeliveredCommand): ReturnType<CommandDecoder["decode"]> {
