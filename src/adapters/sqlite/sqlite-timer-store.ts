@@ -71,6 +71,19 @@ export interface SqliteTimerStoreOptions {
  */
 const SAFETY_NET_AUTOCHECKPOINT_PAGES = 50_000;
 
+/**
+ * A fair claim deals its timers round-robin across tenants; updated in that order, consecutive
+ * rows sit in different parts of every index. In key order they share the pages they dirty.
+ */
+function inKeyOrder<T extends TimerKey>(keys: readonly T[]): readonly T[] {
+  return keys.length < 2 ? keys : [...keys].sort(compareKeys);
+}
+
+function compareKeys(a: TimerKey, b: TimerKey): number {
+  if (a.tenantId !== b.tenantId) return a.tenantId < b.tenantId ? -1 : 1;
+  return a.serviceCallId < b.serviceCallId ? -1 : a.serviceCallId > b.serviceCallId ? 1 : 0;
+}
+
 /** Tenants whose real earliest due time nextDueAt reads at most (one index seek each). */
 const NEXT_DUE_WALK = 64;
 
@@ -181,7 +194,7 @@ export class SqliteTimerStore implements TimerStore {
     ).immediate;
     this.#recordAll = db.transaction((firings: readonly Firing[]) => {
       const recorded: TimerKey[] = [];
-      for (const { tenantId, serviceCallId, dueAtMs, generation, next } of firings) {
+      for (const { tenantId, serviceCallId, dueAtMs, generation, next } of inKeyOrder(firings)) {
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs } = next;
         if (firingOverriddenByPrefixCancel(this.#prefixCancelOf(tenantId, serviceCallId), next)) continue;
         const { tracking } = next;
