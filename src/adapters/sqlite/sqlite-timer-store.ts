@@ -29,6 +29,7 @@ import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
 import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel } from "../storage/store-core.js";
 import { timerColumnValues } from "../storage/timer-columns.js";
+import { TurnCoalescer } from "../storage/turn-coalescer.js";
 import {
   prepareTimerStatements,
   timerOf,
@@ -72,11 +73,12 @@ export interface SqliteTimerStoreOptions {
 const SAFETY_NET_AUTOCHECKPOINT_PAGES = 50_000;
 
 /**
- * A fair claim deals its timers round-robin across tenants; updated in that order, consecutive
- * rows sit in different parts of every index. In key order they share the pages they dirty.
+ * The positions of `keys` in key order. A fair claim deals its timers round-robin across tenants;
+ * updated in that order, consecutive rows sit in different parts of every index. In key order they
+ * share the pages they dirty. Stable: two firings of one key keep their order.
  */
-function inKeyOrder<T extends TimerKey>(keys: readonly T[]): readonly T[] {
-  return keys.length < 2 ? keys : [...keys].sort(compareKeys);
+function inKeyOrder(keys: readonly TimerKey[]): number[] {
+  return keys.map((_, i) => i).sort((i, j) => compareKeys(keys[i]!, keys[j]!));
 }
 
 function compareKeys(a: TimerKey, b: TimerKey): number {
@@ -134,7 +136,13 @@ export class SqliteTimerStore implements TimerStore {
   readonly #raiseDueTenant: (tenantIds: readonly string[]) => void;
   readonly #recordDeadlinesAll: (records: readonly DeadlineRecord[]) => TimerKey[];
   readonly #applyAll: (commands: readonly TimerCommand[], decide: DecideCommand) => CommandDecision[];
-  readonly #recordAll: (firings: readonly Firing[]) => TimerKey[];
+  readonly #recordAll: (calls: readonly (readonly Firing[])[]) => TimerKey[][];
+  /**
+   * Records of one turn of the event loop in one transaction: with polls pipelined, a fair claim of
+   * many tenants records a few timers per tenant per poll, and a commit per poll would write a page
+   * per timer in every index.
+   */
+  readonly #records: TurnCoalescer<readonly Firing[], TimerKey[]>;
   readonly #sweepStep: (prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => { decisions: CommandDecision[]; done: boolean };
   /**
    * Every recorded prefix cancel, for the lookups of commands and firing. This store is the only
@@ -192,9 +200,13 @@ export class SqliteTimerStore implements TimerStore {
         recordPrefixCancel: (cancel) => this.#sql.upsertPrefixCancel.run({ ...cancel, nowMs: this.clock.now() }),
       }),
     ).immediate;
-    this.#recordAll = db.transaction((firings: readonly Firing[]) => {
-      const recorded: TimerKey[] = [];
-      for (const { tenantId, serviceCallId, dueAtMs, generation, next } of inKeyOrder(firings)) {
+    // The firings of several calls in one transaction (see #records); the recorded keys of each call.
+    this.#recordAll = db.transaction((calls: readonly (readonly Firing[])[]) => {
+      const firings = calls.flat();
+      const recorded = new Array<boolean>(firings.length).fill(false);
+      const tenants = new Set<string>();
+      for (const i of inKeyOrder(firings)) {
+        const { tenantId, serviceCallId, dueAtMs, generation, next } = firings[i]!;
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs } = next;
         if (firingOverriddenByPrefixCancel(this.#prefixCancelOf(tenantId, serviceCallId), next)) continue;
         const { tracking } = next;
@@ -213,12 +225,21 @@ export class SqliteTimerStore implements TimerStore {
           dueAtMs,
           generation,
         ).changes;
-        if (changes === 1) recorded.push({ tenantId, serviceCallId });
+        if (changes === 1) {
+          recorded[i] = true;
+          tenants.add(tenantId);
+        }
       }
       // The tenants fired from have a later earliest due time now (or none).
-      sql.raiseEarliest(new Set(recorded.map((key) => key.tenantId)));
-      return recorded;
+      sql.raiseEarliest(tenants);
+      let offset = 0;
+      return calls.map((call) => {
+        const keys = call.flatMap(({ tenantId, serviceCallId }, i) => (recorded[offset + i] ? [{ tenantId, serviceCallId }] : []));
+        offset += call.length;
+        return keys;
+      });
     }).immediate;
+    this.#records = new TurnCoalescer((calls: readonly (readonly Firing[])[]) => this.#write(() => this.#recordAll(calls)));
     this.#sweepStep = db.transaction((prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => {
       const record = this.#sql.selectPrefixCancel.get(prefix);
       if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
@@ -321,7 +342,7 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async recordFirings(firings: readonly Firing[]): Promise<TimerKey[]> {
-    return this.#write(() => this.#recordAll(firings));
+    return this.#records.run(firings);
   }
 
   async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
@@ -429,6 +450,7 @@ export class SqliteTimerStore implements TimerStore {
   async close(): Promise<void> {
     this.#probe?.stop();
     if (!this.#db.open) return;
+    this.#records.flush();
     await this.#checkpointer?.stop();
     if (this.#db.open) this.#db.close();
   }

@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { TurnCoalescer } from "../../../src/adapters/storage/turn-coalescer.js";
+
+describe("TurnCoalescer", () => {
+  it("when calls are made in one turn, then they run once together and each gets its own result", async () => {
+    const runs: number[][] = [];
+    const coalescer = new TurnCoalescer((inputs: readonly number[]) => {
+      runs.push([...inputs]);
+      return inputs.map((n) => n * 10);
+    });
+
+    const results = await Promise.all([coalescer.run(1), coalescer.run(2), coalescer.run(3)]);
+
+    expect(results).toEqual([10, 20, 30]);
+    expect(runs).toEqual([[1, 2, 3]]);
+  });
+
+  it("when calls are made in different turns, then each turn runs on its own", async () => {
+    const runs: number[][] = [];
+    const coalescer = new TurnCoalescer((inputs: readonly number[]) => {
+      runs.push([...inputs]);
+      return [...inputs];
+    });
+
+    await coalescer.run(1);
+    await coalescer.run(2);
+
+    expect(runs).toEqual([[1], [2]]);
+  });
+
+  it("when the run throws, then every call of it fails with the error and a later call runs again", async () => {
+    let fail = true;
+    const coalescer = new TurnCoalescer((inputs: readonly string[]) => {
+      if (fail) throw new Error("disk I/O error");
+      return inputs.map((s) => s.toUpperCase());
+    });
+
+    const settled = await Promise.allSettled([coalescer.run("a"), coalescer.run("b")]);
+    fail = false;
+
+    expect(settled.map((s) => (s.status === "rejected" ? (s.reason as Error).message : s.value))).toEqual([
+      "disk I/O error",
+      "disk I/O error",
+    ]);
+    expect(await coalescer.run("c")).toBe("C");
+  });
+
+  it("when flushed before the end of the turn, then what waits runs at once", async () => {
+    const runs: string[][] = [];
+    const coalescer = new TurnCoalescer((inputs: readonly string[]) => {
+      runs.push([...inputs]);
+      return [...inputs];
+    });
+
+    const pending = coalescer.run("x");
+    coalescer.flush();
+
+    expect(runs).toEqual([["x"]]);
+    expect(await pending).toBe("x");
+  });
+});
