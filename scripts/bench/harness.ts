@@ -15,3 +15,4 @@ export * from "./harness/populate.js";
 export * from "./harness/statistics.js";
 export * from "./harness/machine.js";
 export * from "./harness/ingest-then-fire.js";
+export * from "./harness/in-process.js";

@@ -15,15 +15,12 @@ import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
-import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
 import { PrometheusTimerMetrics } from "../../src/adapters/metrics/prometheus-timer-metrics.js";
 import { createLogger } from "../../src/adapters/logging/pino-logger.js";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
-import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
-import { HeaderTracing } from "../../src/adapters/tracing/header-tracing.js";
 import { TimerCommandProcessor, type DeliveredCommand } from "../../src/app/commands/timer-command-processor.js";
 import type { TimerEventPublisher } from "../../src/app/timer-event-publisher.js";
-import { callId, populateScheduled, prng, round, scheduleMessage } from "./harness.js";
+import { callId, populateScheduled, randomScheduleDeliveries, round, scheduleMessage, serviceDecoding } from "./harness.js";
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string): string => {
@@ -47,16 +44,10 @@ const noPublisher = new Proxy({}, { get: () => async () => {} }) as TimerEventPu
 const RANDOM = args.includes("--random");
 
 function messages(round: number): DeliveredCommand[] {
+  if (RANDOM) return randomScheduleDeliveries(COMMANDS, 0x5eed + round);
   const base = Date.now() + 7 * 86_400_000;
-  const random = prng(0x5eed + round);
   return Array.from({ length: COMMANDS }, (_, i) => {
-    const m = RANDOM
-      ? scheduleMessage(
-          "bench",
-          `t-${String(Math.floor(random() * 1_000_000)).padStart(8, "0")}-${i}`,
-          base + Math.floor(random() * 86_400_000),
-        )
-      : scheduleMessage("bench", callId(`r${round}`, i), base + i);
+    const m = scheduleMessage("bench", callId(`r${round}`, i), base + i);
     return { subject: m.subject, body: m.data, brokerTimestampMs: Date.now(), sourceId: `${round}:${i}`, deliveryCount: 1 };
   });
 }
@@ -64,17 +55,7 @@ function messages(round: number): DeliveredCommand[] {
 const dir = mkdtempSync(join(tmpdir(), "ingest-micro-"));
 const results: Record<string, unknown>[] = [];
 try {
-  const calendar = new CronerCalendar();
-  // As the service composes them: trace ids for commands without `traceparent` from the pooled generator.
-  const tracing = new HeaderTracing();
-  const decoder = new CommandDecoder({
-    subjectPrefix: "timer",
-    maxHorizonDays: 3650,
-    maxClockSkewMs: 86_400_000,
-    clock: systemClock,
-    calendar,
-    tracing,
-  });
+  const { decoder, tracing } = serviceDecoding();
   const pendingTemplate = PENDING > 0 ? join(dir, "pending.db") : undefined;
   if (pendingTemplate !== undefined) {
     await openSqliteTimerStore({ path: pendingTemplate }).close(); // migrates the file

@@ -15,13 +15,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
 import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
-import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
-import { HeaderTracing } from "../../src/adapters/tracing/header-tracing.js";
-import { systemClock } from "../../src/adapters/clock/system-clock.js";
-import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import type { TimerCommand } from "../../src/domain/timer-command.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
-import { prng, round, scheduleMessage } from "./harness.js";
+import { randomScheduleDeliveries, round, serviceDecoding } from "./harness.js";
 
 /** What the consumer needs back from a stored batch. */
 interface Stored {
@@ -53,23 +49,8 @@ if (!isMainThread) {
   const COMMANDS = Number(values.commands ?? 100_000);
   const BATCH = Number(values.batch ?? 2_000);
   const ROUNDS = Number(values.rounds ?? 2);
-  const tracing = new HeaderTracing();
-  const decoder = new CommandDecoder({
-    subjectPrefix: "timer",
-    maxHorizonDays: 3650,
-    maxClockSkewMs: 86_400_000,
-    clock: systemClock,
-    calendar: new CronerCalendar(),
-    tracing,
-  });
-  const messages = (seed: number) => {
-    const random = prng(seed);
-    const base = Date.now() + 7 * 86_400_000;
-    return Array.from({ length: COMMANDS }, (_, i) => {
-      const m = scheduleMessage("bench", `t-${String(Math.floor(random() * 1_000_000)).padStart(8, "0")}-${i}`, base + Math.floor(random() * 86_400_000));
-      return { subject: m.subject, body: m.data, brokerTimestampMs: Date.now(), sourceId: `${seed}:${i}`, deliveryCount: 1 };
-    });
-  };
+  const { decoder } = serviceDecoding();
+  const messages = (seed: number) => randomScheduleDeliveries(COMMANDS, seed);
   const decodeBatch = (batch: ReturnType<typeof messages>): TimerCommand[] =>
     batch.flatMap((m) => {
       const decoded = decoder.decode(m);
