@@ -27,11 +27,14 @@ interface Stored {
 
 function storeBatch(store: SqliteTimerStore, commands: readonly TimerCommand[]): Promise<Stored> {
   const nowMs = Date.now();
-  return store.applyCommands(commands, (current, command, context) => decideCommand(current, command, nowMs, context)).then((decisions) => {
-    let earliestDueAtMs = Number.POSITIVE_INFINITY;
-    for (const { next } of decisions) if (next?.state === "Scheduled" && next.dueAtMs !== null) earliestDueAtMs = Math.min(earliestDueAtMs, next.dueAtMs);
-    return { outcomes: decisions.map((d) => d.outcome), earliestDueAtMs };
-  });
+  return store
+    .applyCommands(commands, (current, command, context) => decideCommand(current, command, nowMs, context))
+    .then((decisions) => {
+      let earliestDueAtMs = Number.POSITIVE_INFINITY;
+      for (const { next } of decisions)
+        if (next?.state === "Scheduled" && next.dueAtMs !== null) earliestDueAtMs = Math.min(earliestDueAtMs, next.dueAtMs);
+      return { outcomes: decisions.map((d) => d.outcome), earliestDueAtMs };
+    });
 }
 
 if (!isMainThread) {
@@ -119,7 +122,9 @@ if (!isMainThread) {
         const usPerCommand = (cpuUs() - cpu) / COMMANDS;
         await opened.close();
         results.push({ round: r, mode, commandsPerSec: Math.round(COMMANDS / seconds), cpuUsPerCommand: round(usPerCommand, 1) });
-        process.stderr.write(`round ${r} ${mode}: ${Math.round(COMMANDS / seconds)} commands/s, ${usPerCommand.toFixed(1)} µs CPU per command\n`);
+        process.stderr.write(
+          `round ${r} ${mode}: ${Math.round(COMMANDS / seconds)} commands/s, ${usPerCommand.toFixed(1)} µs CPU per command\n`,
+        );
       }
     }
   } finally {

@@ -81,7 +81,14 @@ describe("SqliteTimerStore database file", () => {
     const keyed = { data: null, correlationId: null };
     await store.applyCommands(
       [
-        ...staleTenants.map((tenantId, i) => ({ kind: "schedule" as const, tenantId, serviceCallId: "early", dueAtMs: 100 + i, timestampMs: 1, ...keyed })),
+        ...staleTenants.map((tenantId, i) => ({
+          kind: "schedule" as const,
+          tenantId,
+          serviceCallId: "early",
+          dueAtMs: 100 + i,
+          timestampMs: 1,
+          ...keyed,
+        })),
         { kind: "schedule" as const, tenantId: "acme", serviceCallId: "real", dueAtMs: 1_000, timestampMs: 1, ...keyed },
       ],
       decide,
