@@ -138,7 +138,8 @@ export class SqliteTimerStore implements TimerStore {
   readonly #applyAll: (commands: readonly TimerCommand[], decide: DecideCommand) => CommandDecision[];
   readonly #recordAll: (calls: readonly (readonly Firing[])[]) => TimerKey[][];
   /**
-   * Records of one turn of the event loop in one transaction: with polls pipelined, a fair claim of
+   * The first record of a turn of the event loop at once, the others of that turn in one transaction
+   * at its end (TurnCoalescer): with polls pipelined, a fair claim of
    * many tenants records a few timers per tenant per poll, and a commit per poll would write a page
    * per timer in every index.
    */

@@ -7,21 +7,35 @@ interface Waiting<T, R> {
 }
 
 /**
- * Runs the calls made within one turn of the event loop as one: the first call schedules a run at
- * the end of the turn, later ones join it, and each gets its own part of the result. A synchronous
- * store commits them in one transaction, so calls that arrive together (the records of pipelined
- * polls, acked by the same socket read) pay for one commit and share the pages they dirty.
- * When the run throws, every call of it fails with that error.
+ * Runs the calls made within one turn of the event loop in as few runs as it can without delaying
+ * a lone call: the first call of a turn runs at once, and the calls after it in the same turn wait
+ * for the end of the turn and run together, each getting its own part of the result. A synchronous
+ * store commits each run in one transaction, so calls that arrive together (the records of
+ * pipelined polls, acked by the same socket read) share a commit and the pages they dirty, while a
+ * single record at low load is not held back. When a run throws, every call of it fails with that error.
  */
 export class TurnCoalescer<T, R> {
   #waiting: Waiting<T, R>[] = [];
+  #ranThisTurn = false;
 
   /** `runAll` returns one result per input, in input order. */
   constructor(private readonly runAll: (inputs: readonly T[]) => R[]) {}
 
   run(input: T): Promise<R> {
+    if (!this.#ranThisTurn) {
+      this.#ranThisTurn = true;
+      setImmediate(() => {
+        this.#ranThisTurn = false;
+        this.flush();
+      });
+      try {
+        return Promise.resolve(this.runAll([input])[0]!);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     return new Promise<R>((resolve, reject) => {
-      if (this.#waiting.push({ input, resolve, reject }) === 1) setImmediate(() => this.flush());
+      this.#waiting.push({ input, resolve, reject });
     });
   }
 
