@@ -22,6 +22,7 @@ import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { parseRecurrence } from "../../domain/recurrence.js";
 import { PrefixCancelIndex, prefixUpperBound } from "../../domain/prefix-cancel.js";
+import { compareTimerKeys } from "../../domain/code-point-order.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 import { dealRoundRobin } from "../../app/firing/fair-due-selection.js";
 import { StorageProbe } from "../storage/storage-probe.js";
@@ -73,17 +74,12 @@ export interface SqliteTimerStoreOptions {
 const SAFETY_NET_AUTOCHECKPOINT_PAGES = 50_000;
 
 /**
- * The positions of `keys` in key order. A fair claim deals its timers round-robin across tenants;
+ * The positions of `keys` in key order (the primary key's: code points). A fair claim deals its timers round-robin across tenants;
  * updated in that order, consecutive rows sit in different parts of every index. In key order they
  * share the pages they dirty. Stable: two firings of one key keep their order.
  */
 function inKeyOrder(keys: readonly TimerKey[]): number[] {
-  return keys.map((_, i) => i).sort((i, j) => compareKeys(keys[i]!, keys[j]!));
-}
-
-function compareKeys(a: TimerKey, b: TimerKey): number {
-  if (a.tenantId !== b.tenantId) return a.tenantId < b.tenantId ? -1 : 1;
-  return a.serviceCallId < b.serviceCallId ? -1 : a.serviceCallId > b.serviceCallId ? 1 : 0;
+  return keys.map((_, i) => i).sort((i, j) => compareTimerKeys(keys[i]!, keys[j]!));
 }
 
 /** Tenants whose real earliest due time nextDueAt reads at most (one index seek each). */
@@ -139,9 +135,8 @@ export class SqliteTimerStore implements TimerStore {
   readonly #recordAll: (calls: readonly (readonly Firing[])[]) => TimerKey[][];
   /**
    * The first record of a turn of the event loop at once, the others of that turn in one transaction
-   * at its end (TurnCoalescer): with polls pipelined, a fair claim of
-   * many tenants records a few timers per tenant per poll, and a commit per poll would write a page
-   * per timer in every index.
+   * at its end (TurnCoalescer): with polls pipelined, a fair claim of many tenants records a few
+   * timers per tenant per poll, and a commit per poll would write a page per timer in every index.
    */
   readonly #records: TurnCoalescer<readonly Firing[], TimerKey[]>;
   readonly #sweepStep: (prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => { decisions: CommandDecision[]; done: boolean };

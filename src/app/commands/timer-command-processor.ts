@@ -123,8 +123,9 @@ export class TimerCommandProcessor {
       tenantId: command.tenantId,
       serviceCallId: command.kind === "cancelPrefix" ? undefined : command.serviceCallId,
     });
-    const keepsTrace = (command.kind === "schedule" || command.kind === "retry") && span.trace !== decoded.trace;
-    return { command: keepsTrace ? { ...command, trace: span.trace } : command, span };
+    // The decoder already put its trace on the command; only a span's own trace replaces it.
+    const retraced = (command.kind === "schedule" || command.kind === "retry") && span.trace !== decoded.trace;
+    return { command: retraced ? { ...command, trace: span.trace } : command, span };
   }
 
   private decode(message: DeliveredCommand): ReturnType<CommandDecoder["decode"]> {
