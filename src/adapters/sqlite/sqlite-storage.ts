@@ -1,9 +1,8 @@
 import type { Storage } from "../../app/storage.js";
 import type { Clock } from "../../app/clock.js";
 import { healthCheckIntervalMs } from "../storage/health-check-interval.js";
-import { openSqliteTimerStore } from "./sqlite-timer-store.js";
 import { SqliteTimerQueries } from "./sqlite-timer-queries.js";
-import { SqliteTimerRetention } from "./sqlite-timer-retention.js";
+import { openThreadedSqliteTimerStore } from "./threaded-sqlite-timer-store.js";
 import { readSqliteStoreId } from "./sqlite-store-id.js";
 
 const WAL_CHECKPOINT_INTERVAL_MS = 1_000;
@@ -22,9 +21,12 @@ export interface SqliteStorageOptions {
   readonly onCheckpointError: (message: string) => void;
 }
 
-/** One SQLite file: the store, its queries and retention on the same connection, one instance at a time. */
-export function openSqliteStorage(options: SqliteStorageOptions): Storage {
-  const store = openSqliteTimerStore({
+/**
+ * One SQLite file, one instance at a time: the store with its writes (retention's too) on the writer
+ * thread, its reads and the queries on a connection of the main thread.
+ */
+export async function openSqliteStorage(options: SqliteStorageOptions): Promise<Storage> {
+  const store = await openThreadedSqliteTimerStore({
     path: options.path,
     synchronous: options.synchronous,
     busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS,
@@ -36,7 +38,7 @@ export function openSqliteStorage(options: SqliteStorageOptions): Storage {
     kind: "sqlite",
     store,
     queries: new SqliteTimerQueries(store.database),
-    retention: new SqliteTimerRetention(store.database),
+    retention: store.retention,
     // A SQLite file serves one instance: the service leases its consumer in the broker (CONTRACT §6).
     exclusive: { id: readSqliteStoreId(store.database), location: options.path },
     shared: false,

@@ -40,7 +40,7 @@ import {
 } from "./sqlite-timer-statements.js";
 
 /** SQLITE_BUSY and SQLITE_LOCKED, with their extended codes. */
-function isBusy(error: unknown): boolean {
+export function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"));
 }
@@ -88,10 +88,15 @@ const NEXT_DUE_WALK = 64;
 // src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
 const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
 
-/** Opens (creating when missing) and migrates the timer database at `options.path`. */
-export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTimerStore {
-  mkdirSync(dirname(options.path), { recursive: true });
-  const db = new Database(options.path);
+/** The connection settings every connection of the service's file shares. */
+export interface SqliteConnectionOptions {
+  readonly synchronous?: "NORMAL" | "FULL";
+  readonly busyTimeoutMs?: number;
+}
+
+/** Opens a connection to the timer database at `path` with the service's settings; no migration. */
+export function openSqliteConnection(path: string, options: SqliteConnectionOptions): Database.Database {
+  const db = new Database(path);
   try {
     db.pragma("journal_mode = WAL");
     db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
@@ -101,6 +106,18 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
     // The delete trigger of timer_state_counts must also see rows an INSERT OR REPLACE removes
     // (SQLite fires delete triggers for those only with recursive triggers on).
     db.pragma("recursive_triggers = ON");
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+/** Opens (creating when missing) and migrates the timer database at `options.path`. */
+export function openSqliteTimerStore(options: SqliteTimerStoreOptions, hooks: SqliteTimerStoreHooks = {}): SqliteTimerStore {
+  mkdirSync(dirname(options.path), { recursive: true });
+  const db = openSqliteConnection(options.path, options);
+  try {
     // wal_autocheckpoint is raised only with background checkpoints (below). No query here sorts or
     // builds a temp table, so temp_store does not matter.
     migrate(drizzle({ client: db }), { migrationsFolder: options.migrationsFolder ?? DEFAULT_MIGRATIONS_FOLDER });
@@ -108,11 +125,20 @@ export function openSqliteTimerStore(options: SqliteTimerStoreOptions): SqliteTi
     const checkpointer =
       background === undefined ? undefined : WalCheckpointer.start(options.path, background.intervalMs, background.onError);
     if (checkpointer !== undefined) db.pragma(`wal_autocheckpoint = ${SAFETY_NET_AUTOCHECKPOINT_PAGES}`);
-    return new SqliteTimerStore(db, checkpointer, options.clock);
+    return new SqliteTimerStore(db, { ...hooks, checkpointer, clock: options.clock });
   } catch (error) {
     db.close();
     throw error;
   }
+}
+
+/** What another adapter built around this store changes of it (ThreadedSqliteTimerStore). */
+export interface SqliteTimerStoreHooks {
+  /**
+   * Where a claim sends the tenants it found with nothing due, to raise their bound (a write).
+   * Default: a write transaction on this store's connection.
+   */
+  readonly raiseIdleTenants?: (tenantIds: readonly string[]) => void;
 }
 
 /**
@@ -147,14 +173,16 @@ export class SqliteTimerStore implements TimerStore {
   #prefixIndex = new PrefixCancelIndex();
 
   readonly #checkpointer: WalCheckpointer | undefined;
+  readonly #raiseIdleTenants: (tenantIds: readonly string[]) => void;
+  private readonly clock: Clock;
 
   constructor(
     db: Database.Database,
-    checkpointer?: WalCheckpointer,
-    private readonly clock: Clock = systemClock,
+    options: SqliteTimerStoreHooks & { readonly checkpointer?: WalCheckpointer; readonly clock?: Clock } = {},
   ) {
     this.#db = db;
-    this.#checkpointer = checkpointer;
+    this.#checkpointer = options.checkpointer;
+    this.clock = options.clock ?? systemClock;
     const sql = prepareTimerStatements(db);
     this.#sql = sql;
     this.#loadPrefixIndex();
@@ -235,7 +263,7 @@ export class SqliteTimerStore implements TimerStore {
         return keys;
       });
     }).immediate;
-    this.#records = new TurnCoalescer((calls: readonly (readonly Firing[])[]) => this.#write(() => this.#recordAll(calls)));
+    this.#records = new TurnCoalescer((calls: readonly (readonly Firing[])[]) => this.recordFiringCalls(calls));
     this.#sweepStep = db.transaction((prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => {
       const record = this.#sql.selectPrefixCancel.get(prefix);
       if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
@@ -255,6 +283,15 @@ export class SqliteTimerStore implements TimerStore {
       this.#sql.updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
       return { decisions: step.decisions, done: step.done };
     }).immediate;
+    this.#raiseIdleTenants =
+      options.raiseIdleTenants ??
+      ((tenantIds) => {
+        try {
+          this.#write(() => this.#raiseDueTenant(tenantIds));
+        } catch {
+          // Left for a later poll.
+        }
+      });
   }
 
   #prefixCancelOf(tenantId: string, serviceCallId: string): number | null {
@@ -263,6 +300,14 @@ export class SqliteTimerStore implements TimerStore {
 
   #loadPrefixIndex(): void {
     this.#prefixIndex = new PrefixCancelIndex(this.#sql.selectPrefixCancels.all());
+  }
+
+  /**
+   * Every recorded prefix cancel (see #prefixIndex), for a writer on another connection of the file
+   * (ThreadedSqliteTimerStore): it decides commands against it and adds what it records.
+   */
+  get prefixIndex(): PrefixCancelIndex {
+    return this.#prefixIndex;
   }
 
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
@@ -301,13 +346,7 @@ export class SqliteTimerStore implements TimerStore {
       });
     }
     // A candidate with nothing due takes no place in later polls; best effort, like any stale bound.
-    if (idle.length > 0) {
-      try {
-        this.#write(() => this.#raiseDueTenant(idle));
-      } catch {
-        // Left for a later poll.
-      }
-    }
+    if (idle.length > 0) this.#raiseIdleTenants(idle);
     const rows = dealRoundRobin(lists, limit);
     const index = this.#prefixIndex;
     const none = index.size === 0;
@@ -339,6 +378,16 @@ export class SqliteTimerStore implements TimerStore {
 
   async recordFirings(firings: readonly Firing[]): Promise<TimerKey[]> {
     return this.#records.run(firings);
+  }
+
+  /** Records the firings of several calls in one transaction; the recorded keys of each call. */
+  recordFiringCalls(calls: readonly (readonly Firing[])[]): TimerKey[][] {
+    return this.#write(() => this.#recordAll(calls));
+  }
+
+  /** Sets the tenants' bounds in timer_due_tenants to their earliest due times (one transaction). */
+  raiseDueTenants(tenantIds: readonly string[]): void {
+    this.#write(() => this.#raiseDueTenant(tenantIds));
   }
 
   async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {

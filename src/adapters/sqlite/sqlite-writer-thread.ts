@@ -1,0 +1,113 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { SqliteConnectionOptions } from "./sqlite-timer-store.js";
+import type { SqliteWriter } from "./sqlite-writer.js";
+import type { WriterOp, WriterReply, WriterRequest } from "./sqlite-writer-protocol.js";
+
+const COMPILED = new URL("./sqlite-writer.worker.js", import.meta.url);
+const SOURCE = new URL("./sqlite-writer.worker.ts", import.meta.url);
+
+/** The worker from the compiled file, or from the TypeScript source through tsx (tests, scripts). */
+function startWorker(workerData: unknown): Worker {
+  if (existsSync(fileURLToPath(COMPILED))) return new Worker(fileURLToPath(COMPILED), { workerData });
+  const boot = `import("tsx/esm/api").then(({ register }) => { register(); return import(${JSON.stringify(SOURCE.href)}); })`;
+  return new Worker(boot, { eval: true, workerData });
+}
+
+type Result<K extends WriterOp> = K extends keyof SqliteWriter
+  ? SqliteWriter[K] extends (...args: never[]) => infer R
+    ? Awaited<R>
+    : never
+  : void;
+type Args<K extends WriterOp> = K extends keyof SqliteWriter ? (SqliteWriter[K] extends (...args: infer A) => unknown ? A : never) : [];
+
+interface Pending {
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** An error of the writer thread, with the SQLite code it had there. */
+function writerError(error: NonNullable<WriterReply["error"]>): Error {
+  return Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code }, { name: error.name ?? "Error" });
+}
+
+/**
+ * The main thread's handle on the writer thread (sqlite-writer.worker.ts): each call of a
+ * SqliteWriter method is a message, answered once the thread has done it (after its commit). The
+ * thread keeps the process alive only while an answer is awaited.
+ */
+export class SqliteWriterThread {
+  #nextId = 1;
+  readonly #pending = new Map<number, Pending>();
+  #failure: Error | undefined;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on("message", (reply: WriterReply) => this.#answer(reply));
+    worker.on("error", (error) => this.#fail(error));
+    worker.on("exit", (code) => this.#fail(new Error(`the SQLite writer thread exited (code ${code})`)));
+    worker.unref();
+  }
+
+  /** Starts the thread on the (migrated) database at `path`; resolves once its connection is open. */
+  static async start(path: string, connection: SqliteConnectionOptions): Promise<SqliteWriterThread> {
+    const worker = startWorker({ path, ...connection });
+    await new Promise<void>((resolve, reject) => {
+      const onExit = (code: number) => reject(new Error(`the SQLite writer thread exited (code ${code}) before it opened ${path}`));
+      worker.once("error", reject);
+      worker.once("exit", onExit);
+      worker.once("message", () => {
+        worker.off("error", reject);
+        worker.off("exit", onExit);
+        resolve();
+      });
+    });
+    return new SqliteWriterThread(worker);
+  }
+
+  /** Why the thread is gone, once it is. */
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
+  request<K extends WriterOp>(op: K, args: Args<K>, session?: number): Promise<Result<K>> {
+    return this.#send(op, args, session).promise as Promise<Result<K>>;
+  }
+
+  /** A `begin…` request: its id names the batch for the commit or rollback that ends it. */
+  begin<K extends "beginCommands" | "beginSweep">(op: K, args: Args<K>): { readonly session: number; readonly read: Promise<Result<K>> } {
+    const { id, promise } = this.#send(op, args, undefined);
+    return { session: id, read: promise as Promise<Result<K>> };
+  }
+
+  /** Closes the connection after every request sent before, then ends the thread. */
+  async close(): Promise<void> {
+    if (this.#failure === undefined) await this.request("close", []).catch(() => undefined);
+    await this.worker.terminate();
+  }
+
+  #send(op: WriterOp, args: readonly unknown[], session: number | undefined): { id: number; promise: Promise<unknown> } {
+    const id = this.#nextId++;
+    if (this.#failure !== undefined) return { id, promise: Promise.reject(this.#failure) };
+    const promise = new Promise<unknown>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    if (this.#pending.size === 1) this.worker.ref();
+    const request: WriterRequest = session === undefined ? { id, op, args } : { id, op, args, session };
+    this.worker.postMessage(request);
+    return { id, promise };
+  }
+
+  #answer(reply: WriterReply): void {
+    const pending = this.#pending.get(reply.id);
+    if (pending === undefined) return;
+    this.#pending.delete(reply.id);
+    if (this.#pending.size === 0) this.worker.unref();
+    if (reply.error === undefined) pending.resolve(reply.result);
+    else pending.reject(writerError(reply.error));
+  }
+
+  #fail(error: Error): void {
+    this.#failure ??= error;
+    for (const pending of this.#pending.values()) pending.reject(this.#failure);
+    this.#pending.clear();
+  }
+}
