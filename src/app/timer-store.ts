@@ -197,6 +197,13 @@ export interface TimerStore {
   /** Why the store is not answering, when its health check knows (never credentials). */
   readonly fault?: string | undefined;
 
+  /**
+   * True when `applyCommands` calls take effect in the order they were made, even a call made
+   * before the one before it resolved (one writer, one queue): the application may then hand it the
+   * next batch without waiting for the last one's commit.
+   */
+  readonly appliesInCallOrder?: boolean;
+
   /** Releases the storage; further calls fail. */
   close(): Promise<void>;
 }

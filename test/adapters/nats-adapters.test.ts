@@ -24,8 +24,11 @@ class ScriptedProcessor {
   answer: (body: string, deliveryCount: number) => CommandSettlement = () => ({ kind: "ack" });
   /** Holds every batch until released, to let messages pile up in the consumer's buffer. */
   gate: Promise<void> = Promise.resolve();
+  /** Batches handed to process, finished or not. */
+  started = 0;
 
   async process(batch: readonly DeliveredCommand[]): Promise<CommandSettlement[]> {
+    this.started++;
     await this.gate;
     const bodies = batch.map((m) => decoder.decode(m.body));
     this.batches.push(bodies);
@@ -118,6 +121,25 @@ describe("NATS adapters against a real nats-server", () => {
       // The first batch held everything delivered before it was released: far fewer batches than messages.
       expect(processor.batches.length).toBeLessThanOrEqual(3);
       expect(processor.received).toEqual(["first", ...Array.from({ length: 20 }, (_, i) => `later-${i}`)]);
+    });
+
+    it("when a batch is being stored, then the next one is handed over meanwhile, and a third only once the first is settled", async () => {
+      let release!: () => void;
+      processor.gate = new Promise((r) => (release = r));
+      await consumer.start();
+      await publishCommands(["first"]);
+      await waitUntil(() => processor.started === 1, 15_000, "the first batch handed over");
+      await publishCommands(["second"]);
+      await waitUntil(() => processor.started === 2, 15_000, "the second batch handed over");
+      await publishCommands(["third"]);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(processor.started).toBe(2);
+
+      release();
+      await waitUntil(() => processor.received.length === 3, 15_000, "the adapters to settle");
+
+      expect(processor.received).toEqual(["first", "second", "third"]);
+      await waitUntil(async () => (await unacked()) === 0, 15_000, "every message acked");
     });
 
     it("when the processor says nak with a delay, then the message is redelivered after it with a higher delivery count", async () => {

@@ -18,9 +18,9 @@ import { waitUntil } from "../support/wait-for.js";
  * (default 10 ms; strace delay injection, test/support/slow-disk.ts — this kernel has no dm-delay).
  * Commands slow down (reported, not asserted: on a shared machine the fast-disk baseline is noisy),
  * nothing is lost, nothing fires early, /readyz stays 200, and /healthz and /readyz answer every
- * probe within 5 s. How long they take is reported, not asserted: SQLite (better-sqlite3) commits on
- * the event loop's thread, so a commit blocks HTTP for about (2 × pages + 1) × delay, and under the
- * load of other test files strace stretches each delay further (figures in docs/reliability.md).
+ * probe within 5 s and 99 % of them within a Kubernetes probe's default 1 s: every SQLite write runs
+ * on the writer thread (ThreadedSqliteTimerStore), so the event loop does not wait for a commit's
+ * delayed syscalls (figures in docs/reliability.md).
  */
 const unavailable = SlowDiskInjector.unavailableReason();
 if (unavailable !== undefined) console.warn(`slow-disk tests skipped: ${unavailable}`);
@@ -54,7 +54,7 @@ async function timeToStore(harness: FaultHarness, prefix: string, count: number,
 }
 
 describe.skipIf(unavailable !== undefined)("slow disk (strace delay injection, root only)", () => {
-  it(`when every SQLite write and sync takes ${DELAY_MS} ms longer, then commands slow down, nothing is lost or early, and /healthz and /readyz keep answering within 5 s`, async () => {
+  it(`when every SQLite write and sync takes ${DELAY_MS} ms longer, then commands slow down, nothing is lost or early, and /healthz and /readyz keep answering (99 % within 1 s)`, async () => {
     // SQLite whatever TEST_TIMER_STORE says: the delay is on this process's own disk writes.
     const harness = await startFaultHarness({ TIMER_STORE: "sqlite", TIMER_DB_SYNCHRONOUS: "FULL", TIMER_POLLING_INTERVAL: "500" });
     cleanups.push(() => harness.dispose());
@@ -94,8 +94,10 @@ describe.skipIf(unavailable !== undefined)("slow disk (strace delay injection, r
     expect(earlyEvents(reader.events)).toEqual([]);
     expect(mismatchedEvents(reader.events, [])).toEqual([]);
     // Responsive: every probe answered within 5 s and /readyz stayed 200 — a slow disk is not a fault.
+    // p99, not max: on a shared 2-core machine a single answer can wait for the CPU.
     expect(healthStats.statuses[0] ?? 0).toBe(0);
     expect(readyStats.statuses[0] ?? 0).toBe(0);
     expect(Object.keys(readyStats.statuses)).toEqual(["200"]);
+    expect(percentile(latencies, 99)).toBeLessThan(1_000);
   }, 150_000);
 });

@@ -21,8 +21,9 @@ interface Received {
  * stream) and feeds them to the command processor in micro-batches: every message that arrived
  * while the previous batch was being stored goes into the next one, so a quiet stream gets
  * per-message latency and a busy one large transactions. A batch takes the consumers' messages in
- * equal shares, so a flood in one partition delays another partition's commands by one batch.
- * Batches run one at a time, which keeps the commands of one key in delivery order. Settlement
+ * equal shares, so a flood in one partition delays another partition's commands by two batches at most.
+ * Two batches are in flight at a time, and the processor applies them in order, which keeps the
+ * commands of one key in delivery order. Settlement
  * happens only here: ack after commit, nak with delay after a transient fault, term for a rejected command.
  */
 export class NatsCommandConsumer {
@@ -30,6 +31,8 @@ export class NatsCommandConsumer {
   private readonly buffer = new RoundRobinQueues<Received>();
   private draining: Promise<void> | undefined;
   private flushScheduled = false;
+  /** Wakes a drain that waits for its batch in flight: a message came. */
+  private messageArrived: (() => void) | undefined;
   private stopped = false;
   /** The pulls being (re)started; restarts are serialized through it. */
   private starting: Promise<void> | undefined;
@@ -111,6 +114,7 @@ export class NatsCommandConsumer {
     // setImmediate, not a microtask: every message already parsed from the socket joins this batch.
     setImmediate(() => {
       this.flushScheduled = false;
+      this.messageArrived?.();
       void this.drain();
     });
   }
@@ -122,10 +126,22 @@ export class NatsCommandConsumer {
     if (this.buffer.size === 0) return Promise.resolve();
     this.draining = (async () => {
       try {
-        while (this.buffer.size > 0) {
-          const batch = this.buffer.take(COMMAND_BATCH_MAX);
-          await this.processBatch(batch);
-          // Storing a batch is synchronous: let HTTP probes and the socket breathe between batches.
+        // Two batches in flight: the next one is decoded while the store commits the one before
+        // (the processor applies them in order). A batch takes what arrived meanwhile.
+        let inFlight: Promise<void> | undefined;
+        while (this.buffer.size > 0 || inFlight !== undefined) {
+          if (this.buffer.size === 0 && inFlight !== undefined) {
+            // The batch in flight settles, or a message arrives and becomes the next batch.
+            const arrived = new Promise<false>((resolve) => (this.messageArrived = () => resolve(false)));
+            const settled = await Promise.race([inFlight.then(() => true), arrived]);
+            this.messageArrived = undefined;
+            if (settled) inFlight = undefined;
+            continue;
+          }
+          const current = this.processBatch(this.buffer.take(COMMAND_BATCH_MAX));
+          await inFlight;
+          inFlight = current;
+          // A store may work on this thread: let HTTP probes and the socket breathe between batches.
           await new Promise((resolve) => setImmediate(resolve));
         }
       } finally {

@@ -71,7 +71,7 @@ export interface SqliteTimerStoreOptions {
  * With background checkpoints the writer's own auto-checkpoint stays as a safety net only, should
  * the worker fall behind or die: at 50,000 pages (~200 MB of WAL).
  */
-const SAFETY_NET_AUTOCHECKPOINT_PAGES = 50_000;
+export const SAFETY_NET_AUTOCHECKPOINT_PAGES = 50_000;
 
 /**
  * The positions of `keys` in key order (the primary key's: code points). A fair claim deals its timers round-robin across tenants;
@@ -92,6 +92,11 @@ const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite
 export interface SqliteConnectionOptions {
   readonly synchronous?: "NORMAL" | "FULL";
   readonly busyTimeoutMs?: number;
+  /**
+   * The WAL size (pages) at which a commit of this connection checkpoints; SQLite's default (1000)
+   * when absent. Raised where a background checkpointer does the work (a safety net only).
+   */
+  readonly walAutocheckpointPages?: number;
 }
 
 /** Opens a connection to the timer database at `path` with the service's settings; no migration. */
@@ -106,6 +111,7 @@ export function openSqliteConnection(path: string, options: SqliteConnectionOpti
     // The delete trigger of timer_state_counts must also see rows an INSERT OR REPLACE removes
     // (SQLite fires delete triggers for those only with recursive triggers on).
     db.pragma("recursive_triggers = ON");
+    if (options.walAutocheckpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${Math.trunc(options.walAutocheckpointPages)}`);
     return db;
   } catch (error) {
     db.close();
@@ -480,6 +486,11 @@ export class SqliteTimerStore implements TimerStore {
 
   isOpen(): boolean {
     return this.#db.open;
+  }
+
+  /** Whether a worker thread checkpoints the WAL (a writer on another connection then need not). */
+  get checkpointsInBackground(): boolean {
+    return this.#checkpointer !== undefined;
   }
 
   /** The connection, for the other SQLite adapters over the same file (queries, retention). */

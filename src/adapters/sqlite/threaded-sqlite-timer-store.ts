@@ -19,7 +19,13 @@ import { systemClock } from "../clock/system-clock.js";
 import { StorageProbe } from "../storage/storage-probe.js";
 import { decideCommandBatch, decideSweepStep } from "../storage/store-core.js";
 import { timerColumnValues } from "../storage/timer-columns.js";
-import { isBusy, openSqliteTimerStore, type SqliteTimerStore, type SqliteTimerStoreOptions } from "./sqlite-timer-store.js";
+import {
+  isBusy,
+  openSqliteTimerStore,
+  SAFETY_NET_AUTOCHECKPOINT_PAGES,
+  type SqliteTimerStore,
+  type SqliteTimerStoreOptions,
+} from "./sqlite-timer-store.js";
 import { timerOf, type PrefixCancelKey } from "./sqlite-timer-statements.js";
 import { SqliteWriterThread } from "./sqlite-writer-thread.js";
 import type Database from "better-sqlite3";
@@ -54,7 +60,12 @@ export async function openThreadedSqliteTimerStore(options: SqliteTimerStoreOpti
     raiseIdleTenants: (tenantIds) => void writer?.request("raiseDueTenants", [tenantIds]).catch(() => undefined),
   });
   try {
-    writer = await SqliteWriterThread.start(options.path, { synchronous: options.synchronous, busyTimeoutMs: options.busyTimeoutMs });
+    writer = await SqliteWriterThread.start(options.path, {
+      synchronous: options.synchronous,
+      busyTimeoutMs: options.busyTimeoutMs,
+      // The writer's commits would otherwise checkpoint every 1000 pages themselves.
+      ...(reads.checkpointsInBackground ? { walAutocheckpointPages: SAFETY_NET_AUTOCHECKPOINT_PAGES } : {}),
+    });
   } catch (error) {
     await reads.close();
     throw error;
@@ -78,6 +89,8 @@ export class ThreadedSqliteTimerStore implements TimerStore {
   /** The last failed write found the database locked: a health check that gets the lock clears it. */
   #lastWriteBusy = false;
   #probe: StorageProbe | undefined;
+  /** The writer thread's queue runs each batch's begin in call order, after the commit before it. */
+  readonly appliesInCallOrder = true;
 
   constructor(
     private readonly reads: SqliteTimerStore,

@@ -68,6 +68,9 @@ export interface TimerCommandProcessorDeps {
  * says how to settle each message. A message is acked only after its effect is committed.
  */
 export class TimerCommandProcessor {
+  /** The last batch's apply, settled either way. */
+  #lastApply: Promise<unknown> = Promise.resolve();
+
   constructor(private readonly deps: TimerCommandProcessorDeps) {}
 
   async process(batch: readonly DeliveredCommand[]): Promise<CommandSettlement[]> {
@@ -148,8 +151,26 @@ export class TimerCommandProcessor {
     }
   }
 
-  /** Commits the commands; undefined when storage failed (nothing was committed). */
-  private async apply(commands: TimerCommand[]): Promise<CommandDecision[] | undefined> {
+  /**
+   * Commits the commands after those of every earlier call: batches may be processed two at a time
+   * (one decoded while the other is stored), but they are applied in the order they came.
+   */
+  private apply(commands: TimerCommand[]): Promise<CommandDecision[] | undefined> {
+    let handedOver!: () => void;
+    const storeCalled = new Promise<void>((resolve) => (handedOver = resolve));
+    const applied = this.#lastApply.then(() => this.applyNow(commands, handedOver));
+    // A store that applies calls in call order takes the next batch once this one is handed over;
+    // the pending quota counts what is committed, so with a quota the next batch waits for the commit.
+    const inCallOrder = this.deps.store.appliesInCallOrder === true && !((this.deps.maxPendingPerTenant ?? 0) > 0);
+    this.#lastApply = inCallOrder ? storeCalled : applied.catch(() => undefined);
+    return applied;
+  }
+
+  /**
+   * Commits the commands; undefined when storage failed (nothing was committed). `handedOver` is
+   * called once the store has the batch (or it never will).
+   */
+  private async applyNow(commands: TimerCommand[], handedOver: () => void): Promise<CommandDecision[] | undefined> {
     const { store, clock, metrics, logger } = this.deps;
     let decisions: CommandDecision[];
     try {
@@ -158,17 +179,21 @@ export class TimerCommandProcessor {
       const stale = commands.map((command) => isBeyondRetention(command.timestampMs, nowMs, this.deps.retentionMs ?? 0));
       const fresh = commands.filter((_, i) => !stale[i]);
       const quota = await this.pendingQuota(fresh);
-      const applied =
+      const applying =
         fresh.length === 0
           ? []
-          : await store.applyCommands(fresh, (current, command, context) =>
+          : store.applyCommands(fresh, (current, command, context) =>
               quota(current, command, decideCommand(current, command, nowMs, context)),
             );
+      handedOver();
+      const applied = await applying;
       let next = 0;
       decisions = commands.map((_, i): CommandDecision => (stale[i] ? { outcome: "ignored", previous: undefined } : applied[next++]!));
     } catch (error) {
       logger.error({ err: error, commands: commands.length }, "storing commands failed; they will be redelivered");
       return undefined;
+    } finally {
+      handedOver();
     }
     let pendingDelta = 0;
     let earliestDueAtMs = Number.POSITIVE_INFINITY;

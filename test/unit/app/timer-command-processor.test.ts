@@ -29,6 +29,34 @@ class FlakyTimerStore extends DelegatingTimerStore {
   }
 }
 
+/** A store that holds each `applyCommands` until `release` and logs when calls come and commit. */
+class HeldTimerStore extends DelegatingTimerStore {
+  readonly log: string[] = [];
+  readonly #held: (() => void)[] = [];
+  constructor(
+    inner: TimerStore,
+    readonly appliesInCallOrder: boolean,
+  ) {
+    super(inner);
+  }
+  override async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand) {
+    const name = commands.map((c) => (c.kind === "cancelPrefix" ? c.serviceCallIdPrefix : c.serviceCallId)).join();
+    this.log.push(`call ${name}`);
+    await new Promise<void>((resolve) => this.#held.push(resolve));
+    const decisions = await this.inner.applyCommands(commands, decide);
+    this.log.push(`commit ${name}`);
+    return decisions;
+  }
+  /** Lets the oldest held call go on; resolves once it had the chance to commit. */
+  async release(): Promise<void> {
+    this.#held.shift()?.();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  async until(count: number): Promise<void> {
+    while (this.log.length < count) await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
 const key = (serviceCallId: string, tenantId = "acme"): TimerKey => ({ tenantId, serviceCallId });
 
 describe("TimerCommandProcessor", () => {
@@ -40,7 +68,7 @@ describe("TimerCommandProcessor", () => {
   let logger: RecordingLogger;
   let scheduled: number[];
 
-  function processor(over: Partial<{ store: TimerStore }> = {}): TimerCommandProcessor {
+  function processor(over: Partial<{ store: TimerStore; maxPendingPerTenant: number }> = {}): TimerCommandProcessor {
     return new TimerCommandProcessor({
       decoder: new CommandDecoder({
         subjectPrefix: "timer",
@@ -55,6 +83,7 @@ describe("TimerCommandProcessor", () => {
       metrics,
       logger,
       onScheduled: (dueAtMs) => scheduled.push(dueAtMs),
+      maxPendingPerTenant: over.maxPendingPerTenant,
     });
   }
 
@@ -411,6 +440,46 @@ describe("TimerCommandProcessor", () => {
       );
 
       expect(settlements.map((s) => s.kind)).toEqual(["nak", "term"]);
+    });
+  });
+
+  describe("batches in flight", () => {
+    const batch = (serviceCallId: string) => rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId, dueAtMs: T0 + 10 }));
+
+    it("when the store applies calls in call order, then the next batch is handed to it before the last one committed", async () => {
+      const held = new HeldTimerStore(memory, true);
+      const commands = processor({ store: held });
+
+      const first = commands.process([batch("a")]);
+      const second = commands.process([batch("b")]);
+      await held.until(2);
+      expect(held.log).toEqual(["call a", "call b"]);
+      await held.release();
+      await held.release();
+
+      expect(await first).toEqual([{ kind: "ack" }]);
+      expect(await second).toEqual([{ kind: "ack" }]);
+      expect(held.log).toEqual(["call a", "call b", "commit a", "commit b"]);
+    });
+
+    it("when the store does not promise call order, or a pending quota counts commits, then the next batch waits for the last commit", async () => {
+      for (const [appliesInCallOrder, maxPendingPerTenant] of [
+        [false, 0],
+        [true, 100],
+      ] as const) {
+        const held = new HeldTimerStore(new MemoryTimerStore(), appliesInCallOrder);
+        const commands = processor({ store: held, maxPendingPerTenant });
+
+        const first = commands.process([batch("a")]);
+        const second = commands.process([batch("b")]);
+        await held.until(1);
+        await held.release();
+        await held.until(3);
+        await held.release();
+        await Promise.all([first, second]);
+
+        expect(held.log).toEqual(["call a", "commit a", "call b", "commit b"]);
+      }
     });
   });
 });
