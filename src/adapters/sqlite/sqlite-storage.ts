@@ -7,9 +7,8 @@ import { readSqliteStoreId } from "./sqlite-store-id.js";
 
 const WAL_CHECKPOINT_INTERVAL_MS = 1_000;
 /**
- * better-sqlite3 waits for a lock on the only thread: a long wait would freeze HTTP and the broker
- * connection. Short (far below TIMER_DATABASE_TIMEOUT_MS); the nak-and-redeliver retry does the
- * waiting instead.
+ * better-sqlite3 waits for a lock on the writer thread, and every write queued behind it waits too.
+ * Short (far below TIMER_DATABASE_TIMEOUT_MS); the nak-and-redeliver retry does the waiting instead.
  */
 const SQLITE_BUSY_TIMEOUT_MS = 100;
 

@@ -11,7 +11,7 @@ import type {
 import type { TimerRetention } from "../../app/retention/timer-retention.js";
 import type { Clock } from "../../app/clock.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
-import type { Timer, TimerKey } from "../../domain/timer.js";
+import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
@@ -30,9 +30,12 @@ import { timerOf, type PrefixCancelKey } from "./sqlite-timer-statements.js";
 import { SqliteWriterThread } from "./sqlite-writer-thread.js";
 import type Database from "better-sqlite3";
 
-const keyId = (tenantId: string, serviceCallId: string) => JSON.stringify([tenantId, serviceCallId]);
-
-const newer = (a: number | null | undefined, b: number | null | undefined) => (a == null ? b : b == null ? a : Math.max(a, b));
+/** The later of two prefix-cancel timestamps, either of which may be missing. */
+function newer(a: number | null | undefined, b: number | null | undefined): number | null | undefined {
+  if (a === null || a === undefined) return b;
+  if (b === null || b === undefined) return a;
+  return Math.max(a, b);
+}
 
 /**
  * The prefix cancels a command batch decides against: the recorded ones and those the batch accepts
@@ -103,7 +106,7 @@ export class ThreadedSqliteTimerStore implements TimerStore {
     for (const command of commands) {
       if (command.kind === "cancelPrefix") continue;
       const { tenantId, serviceCallId } = command;
-      keys.set(keyId(tenantId, serviceCallId), { tenantId, serviceCallId });
+      keys.set(timerKeyString(command), { tenantId, serviceCallId });
     }
     const { session, read } = this.writer.begin("beginCommands", [[...keys.values()]]);
     const rows = await this.#write(read, { begins: true });
@@ -116,7 +119,7 @@ export class ThreadedSqliteTimerStore implements TimerStore {
       decisions = decideCommandBatch(commands, decide, {
         prefixIndex: new BatchPrefixCancelIndex(this.reads.prefixIndex),
         decideOnKey: (command, context) => {
-          const id = keyId(command.tenantId, command.serviceCallId);
+          const id = timerKeyString(command);
           const decision = decide(current.get(id), command, context);
           if (decision.next !== undefined) {
             current.set(id, decision.next);
