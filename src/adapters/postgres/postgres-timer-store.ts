@@ -28,7 +28,7 @@ import { withDeadline } from "../storage/storage-deadline.js";
 import { StorageProbe } from "../storage/storage-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
-import { decideCommandBatch, decideSweepStep } from "../storage/store-core.js";
+import { commandKeys, decideCommandBatch, decideOnCurrent, decideSweepStep } from "../storage/store-core.js";
 import { TIMER_COLUMNS } from "../storage/timer-columns.js";
 
 export interface PostgresTimerStoreOptions {
@@ -182,13 +182,8 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   async #applyBatch(client: pg.PoolClient, commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
-    const keys = new Map<string, TimerKey>();
-    for (const command of commands) {
-      if (command.kind === "cancelPrefix") continue;
-      const { tenantId, serviceCallId } = command;
-      keys.set(timerKeyString(command), { tenantId, serviceCallId });
-    }
-    const current = new Map<string, Timer>();
+    const keys = commandKeys(commands);
+    const current = new Map<string, Timer | undefined>();
     if (keys.size > 0) {
       const { rows } = await client.query<Row<Timer>>({
         name: "timer-select-for-update",
@@ -204,19 +199,11 @@ export class PostgresTimerStore implements TimerStore {
       values: [tenants],
     });
     const existed = new Set(current.keys());
-    const changed = new Map<string, Timer>();
+    const { decideOnKey, changed } = decideOnCurrent(current, decide);
     const recordedPrefixes = new Map<string, PrefixCancel>();
     const decisions = decideCommandBatch(commands, decide, {
       prefixIndex: new PrefixCancelIndex(cancels),
-      decideOnKey: (command, context) => {
-        const key = timerKeyString(command);
-        const decision = decide(current.get(key), command, context);
-        if (decision.next !== undefined) {
-          current.set(key, decision.next);
-          changed.set(key, decision.next);
-        }
-        return decision;
-      },
+      decideOnKey,
       recordPrefixCancel: (cancel) => recordedPrefixes.set(`${cancel.tenantId}\u0000${cancel.serviceCallIdPrefix}`, cancel),
     });
     if (changed.size > 0) {

@@ -11,13 +11,13 @@ import type {
 import type { TimerRetention } from "../../app/retention/timer-retention.js";
 import type { Clock } from "../../app/clock.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
-import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
+import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { systemClock } from "../clock/system-clock.js";
 import { StorageProbe } from "../storage/storage-probe.js";
-import { decideCommandBatch, decideSweepStep } from "../storage/store-core.js";
+import { commandKeys, decideCommandBatch, decideOnCurrent, decideSweepStep } from "../storage/store-core.js";
 import { timerColumnValues } from "../storage/timer-columns.js";
 import {
   isBusy,
@@ -102,31 +102,18 @@ export class ThreadedSqliteTimerStore implements TimerStore {
   ) {}
 
   async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
-    const keys = new Map<string, TimerKey>();
-    for (const command of commands) {
-      if (command.kind === "cancelPrefix") continue;
-      const { tenantId, serviceCallId } = command;
-      keys.set(timerKeyString(command), { tenantId, serviceCallId });
-    }
+    const keys = commandKeys(commands);
     const { session, read } = this.writer.begin("beginCommands", [[...keys.values()]]);
     const rows = await this.#write(read, { begins: true });
     const current = new Map<string, Timer | undefined>();
     [...keys.keys()].forEach((id, i) => current.set(id, timerOf(rows[i])));
-    const written = new Map<string, Timer>();
+    const { decideOnKey, changed } = decideOnCurrent(current, decide);
     const cancels: PrefixCancel[] = [];
     let decisions: CommandDecision[];
     try {
       decisions = decideCommandBatch(commands, decide, {
         prefixIndex: new BatchPrefixCancelIndex(this.reads.prefixIndex),
-        decideOnKey: (command, context) => {
-          const id = timerKeyString(command);
-          const decision = decide(current.get(id), command, context);
-          if (decision.next !== undefined) {
-            current.set(id, decision.next);
-            written.set(id, decision.next);
-          }
-          return decision;
-        },
+        decideOnKey,
         recordPrefixCancel: (cancel) => cancels.push(cancel),
       });
     } catch (error) {
@@ -134,7 +121,7 @@ export class ThreadedSqliteTimerStore implements TimerStore {
       throw error;
     }
     await this.#write(
-      this.writer.request("commitCommands", [[...written.values()].map(timerColumnValues), cancels, this.clock.now()], session),
+      this.writer.request("commitCommands", [[...changed.values()].map(timerColumnValues), cancels, this.clock.now()], session),
     );
     for (const cancel of cancels) this.reads.prefixIndex.add(cancel);
     return decisions;

@@ -1,4 +1,4 @@
-import type { Timer } from "../../domain/timer.js";
+import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { CancelTimerCommand, KeyCommand, TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision, DecideContext } from "../../domain/timer-rules.js";
 import type { PrefixCancel, PrefixCancelIndex } from "../../domain/prefix-cancel.js";
@@ -39,6 +39,39 @@ export function decideCommandBatch(commands: readonly TimerCommand[], decide: De
     }
     return decision;
   });
+}
+
+/** The distinct keys a batch's commands are about (a prefix cancel is about none), by `timerKeyString`. */
+export function commandKeys(commands: readonly TimerCommand[]): Map<string, TimerKey> {
+  const keys = new Map<string, TimerKey>();
+  for (const command of commands) {
+    if (command.kind === "cancelPrefix") continue;
+    const { tenantId, serviceCallId } = command;
+    keys.set(timerKeyString(command), { tenantId, serviceCallId });
+  }
+  return keys;
+}
+
+/**
+ * `decideOnKey` for a store that read the batch's timers first: each command is decided on its key's
+ * timer as the batch has left it so far (`current`, keyed by `timerKeyString`, starts with the
+ * stored ones), and `changed` collects each key's final timer for one write at the end.
+ */
+export function decideOnCurrent(
+  current: Map<string, Timer | undefined>,
+  decide: DecideCommand,
+): { readonly decideOnKey: CommandBatchSteps["decideOnKey"]; readonly changed: Map<string, Timer> } {
+  const changed = new Map<string, Timer>();
+  const decideOnKey = (command: KeyCommand, context: DecideContext): CommandDecision => {
+    const key = timerKeyString(command);
+    const decision = decide(current.get(key), command, context);
+    if (decision.next !== undefined) {
+      current.set(key, decision.next);
+      changed.set(key, decision.next);
+    }
+    return decision;
+  };
+  return { decideOnKey, changed };
 }
 
 /** One step of a prefix cancel's background sweep over the next timers of the prefix (in key order). */
