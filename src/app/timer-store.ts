@@ -199,8 +199,8 @@ export interface TimerStore {
 
   /**
    * True when `applyCommands` calls take effect in the order they were made, even a call made
-   * before the one before it resolved (one writer, one queue): the application may then hand it the
-   * next batch without waiting for the last one's commit.
+   * before the one before it resolved (one writer, one queue; the call is queued before it first
+   * awaits): the application may then hand it the next batch without waiting for the last commit.
    */
   readonly appliesInCallOrder?: boolean;
 

@@ -132,7 +132,8 @@ describe("NATS adapters against a real nats-server", () => {
       await publishCommands(["second"]);
       await waitUntil(() => processor.started === 2, 15_000, "the second batch handed over");
       await publishCommands(["third"]);
-      await new Promise((r) => setTimeout(r, 300));
+      await waitUntil(async () => (await unacked()) === 3, 15_000, "the third message delivered to the consumer");
+      await new Promise((resolve) => setImmediate(resolve));
       expect(processor.started).toBe(2);
 
       release();

@@ -9,6 +9,7 @@ import { openThreadedSqliteTimerStore } from "../../src/adapters/sqlite/threaded
 import { timerColumnValues } from "../../src/adapters/storage/timer-columns.js";
 import { decideCommand } from "../../src/domain/timer-rules.js";
 import type { ScheduleTimerCommand } from "../../src/domain/timer-command.js";
+import type { DecideCommand } from "../../src/app/timer-store.js";
 
 const NOW = 1_764_108_000_000;
 const schedule = (serviceCallId: string): ScheduleTimerCommand => ({
@@ -73,8 +74,24 @@ describe("SQLite writer thread", () => {
     const thread = await start();
     await thread.close();
 
-    await expect(thread.request("probe", [])).rejects.toThrow(/writer thread exited/);
-    expect(thread.failure?.message).toMatch(/writer thread exited/);
+    await expect(thread.request("probe", [])).rejects.toThrow(/writer thread is closed/);
+    expect(thread.failure?.message).toMatch(/writer thread is closed/);
+  });
+
+  it("when a batch's writes cannot be sent to the thread, then the batch is rolled back and the next write runs", async () => {
+    const store = await openThreadedSqliteTimerStore({ path });
+    cleanups.push(() => store.close());
+    const uncopyable: DecideCommand = (current, command) => {
+      const decision = decideCommand(current, command, NOW);
+      // A function cannot cross the thread boundary: postMessage throws before sending the commit.
+      return { outcome: "accepted", previous: current, next: { ...decision.next!, data: (() => "x") as unknown as string } };
+    };
+
+    await expect(store.applyCommands([schedule("a")], uncopyable)).rejects.toThrow(/could not be cloned/);
+    await store.applyCommands([schedule("b")], (current, command) => decideCommand(current, command, NOW));
+
+    expect(await store.get({ tenantId: "acme", serviceCallId: "a" })).toBeUndefined();
+    expect(await store.get({ tenantId: "acme", serviceCallId: "b" })).toMatchObject({ state: "Scheduled" });
   });
 
   it("when a decision throws, then the batch is rolled back and the next write runs", async () => {

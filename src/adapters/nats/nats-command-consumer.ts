@@ -160,7 +160,12 @@ export class NatsCommandConsumer {
       this.options.logger.error({ err: error, messages: batch.length }, "command batch failed; it will be redelivered");
       settlements = batch.map(() => ({ kind: "nak", delayMs: 1_000 }));
     }
-    batch.forEach(({ message }, i) => settle(message, settlements[i]));
+    try {
+      batch.forEach(({ message }, i) => settle(message, settlements[i]));
+    } catch (error) {
+      // A connection closed under us: the broker redelivers what was not settled.
+      this.options.logger.warn({ err: error, messages: batch.length }, "settling a command batch failed");
+    }
   }
 }
 

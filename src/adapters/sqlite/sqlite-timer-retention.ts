@@ -39,10 +39,19 @@ export class SqliteTimerRetention implements TimerRetention {
   }
 
   async deleteFinalTimers(cutoffMs: number, limit: number): Promise<number> {
-    return this.#deleteTimers.run({ cutoffMs, limit }).changes;
+    return this.deleteFinalTimersNow(cutoffMs, limit);
   }
 
   async deletePrefixCancels(cutoffMs: number, limit: number): Promise<number> {
+    return this.deletePrefixCancelsNow(cutoffMs, limit);
+  }
+
+  /** The same without the promise, for the writer thread (which answers in order). */
+  deleteFinalTimersNow(cutoffMs: number, limit: number): number {
+    return this.#deleteTimers.run({ cutoffMs, limit }).changes;
+  }
+
+  deletePrefixCancelsNow(cutoffMs: number, limit: number): number {
     return this.#deletePrefixCancels.run({ cutoffMs, limit }).changes;
   }
 }

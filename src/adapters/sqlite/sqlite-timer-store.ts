@@ -375,6 +375,11 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async recordDeadlines(records: readonly DeadlineRecord[]): Promise<TimerKey[]> {
+    return this.recordDeadlineRecords(records);
+  }
+
+  /** recordDeadlines without the promise, for the writer thread (which answers in order). */
+  recordDeadlineRecords(records: readonly DeadlineRecord[]): TimerKey[] {
     return this.#write(() => this.#recordDeadlinesAll(records));
   }
 

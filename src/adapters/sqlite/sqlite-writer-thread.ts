@@ -15,6 +15,9 @@ function startWorker(workerData: unknown): Worker {
   return new Worker(boot, { eval: true, workerData });
 }
 
+/** How long close() waits for the writes sent before it. */
+const CLOSE_TIMEOUT_MS = 10_000;
+
 type Result<K extends WriterOp> = K extends keyof SqliteWriter
   ? SqliteWriter[K] extends (...args: never[]) => infer R
     ? Awaited<R>
@@ -80,19 +83,33 @@ export class SqliteWriterThread {
     return { session: id, read: promise as Promise<Result<K>> };
   }
 
-  /** Closes the connection after every request sent before, then ends the thread. */
+  /**
+   * Closes the connection after every request sent before, then ends the thread; after
+   * CLOSE_TIMEOUT_MS (a write stuck in the kernel) it ends the thread without waiting.
+   */
   async close(): Promise<void> {
-    if (this.#failure === undefined) await this.request("close", []).catch(() => undefined);
+    if (this.#failure === undefined) {
+      const closed = this.request("close", []).catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)))]);
+      clearTimeout(timer);
+    }
+    this.#fail(new Error("the SQLite writer thread is closed"));
     await this.worker.terminate();
   }
 
   #send(op: WriterOp, args: readonly unknown[], session: number | undefined): { id: number; promise: Promise<unknown> } {
     const id = this.#nextId++;
     if (this.#failure !== undefined) return { id, promise: Promise.reject(this.#failure) };
+    const request: WriterRequest = session === undefined ? { id, op, args } : { id, op, args, session };
+    try {
+      // Throws (DataCloneError) before anything is sent when an argument cannot be copied.
+      this.worker.postMessage(request);
+    } catch (error) {
+      return { id, promise: Promise.reject(error) };
+    }
     const promise = new Promise<unknown>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
     if (this.#pending.size === 1) this.worker.ref();
-    const request: WriterRequest = session === undefined ? { id, op, args } : { id, op, args, session };
-    this.worker.postMessage(request);
     return { id, promise };
   }
 

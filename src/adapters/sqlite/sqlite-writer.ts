@@ -96,20 +96,20 @@ export class SqliteWriter {
     return this.#store.recordFiringCalls(calls);
   }
 
-  recordDeadlines(records: readonly DeadlineRecord[]): Promise<TimerKey[]> {
-    return this.#store.recordDeadlines(records);
+  recordDeadlines(records: readonly DeadlineRecord[]): TimerKey[] {
+    return this.#store.recordDeadlineRecords(records);
   }
 
   raiseDueTenants(tenantIds: readonly string[]): void {
     this.#store.raiseDueTenants(tenantIds);
   }
 
-  deleteFinalTimers(cutoffMs: number, limit: number): Promise<number> {
-    return this.#retention.deleteFinalTimers(cutoffMs, limit);
+  deleteFinalTimers(cutoffMs: number, limit: number): number {
+    return this.#retention.deleteFinalTimersNow(cutoffMs, limit);
   }
 
-  deletePrefixCancels(cutoffMs: number, limit: number): Promise<number> {
-    return this.#retention.deletePrefixCancels(cutoffMs, limit);
+  deletePrefixCancels(cutoffMs: number, limit: number): number {
+    return this.#retention.deletePrefixCancelsNow(cutoffMs, limit);
   }
 
   /** Takes the write lock and gives it back: fails while another process holds the file locked. */

@@ -72,18 +72,14 @@ function handle(request: WriterRequest): void {
     const result = (writer[op] as (...a: unknown[]) => unknown)(...args);
     if (op === "beginCommands" || (op === "beginSweep" && result !== undefined)) session = id;
     if (op === "commitCommands" || op === "commitSweep" || op === "rollback") session = undefined;
-    // The retention and deadline methods answer a promise of work already done.
-    if (result instanceof Promise) {
-      result.then(
-        (value: unknown) => reply({ id, result: value }),
-        (error: unknown) => reply({ id, error: errorReply(error) }),
-      );
-    } else {
-      reply({ id, result });
-    }
+    reply({ id, result });
   } catch (error) {
-    // A failed commit has rolled back; a failed begin opened nothing.
-    if (op === "commitCommands" || op === "commitSweep") session = undefined;
+    // Whatever failed of an open batch (its commit, or the answer to its begin) ends it: the main
+    // thread sends nothing more for it.
+    if (session !== undefined && (session === id || session === request.session)) {
+      writer.rollback();
+      session = undefined;
+    }
     reply({ id, error: errorReply(error) });
   }
 }

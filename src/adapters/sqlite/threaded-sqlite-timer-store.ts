@@ -105,26 +105,31 @@ export class ThreadedSqliteTimerStore implements TimerStore {
     const keys = commandKeys(commands);
     const { session, read } = this.writer.begin("beginCommands", [[...keys.values()]]);
     const rows = await this.#write(read, { begins: true });
-    const current = new Map<string, Timer | undefined>();
-    [...keys.keys()].forEach((id, i) => current.set(id, timerOf(rows[i])));
-    const { decideOnKey, changed } = decideOnCurrent(current, decide);
-    const cancels: PrefixCancel[] = [];
-    let decisions: CommandDecision[];
+    // From here the writer holds the batch open until its commit: whatever fails rolls it back (a
+    // rollback after a commit that failed on the thread finds nothing open and does nothing).
     try {
-      decisions = decideCommandBatch(commands, decide, {
+      const current = new Map<string, Timer | undefined>();
+      [...keys.keys()].forEach((id, i) => current.set(id, timerOf(rows[i])));
+      const { decideOnKey, changed } = decideOnCurrent(current, decide);
+      const cancels: PrefixCancel[] = [];
+      const decisions = decideCommandBatch(commands, decide, {
         prefixIndex: new BatchPrefixCancelIndex(this.reads.prefixIndex),
         decideOnKey,
         recordPrefixCancel: (cancel) => cancels.push(cancel),
       });
+      const timers = [...changed.values()].map(timerColumnValues);
+      const committed = this.writer.request("commitCommands", [timers, cancels, this.clock.now()], session);
+      // Joined to the index the moment the commit is answered, before any later batch's answer.
+      committed.then(
+        () => cancels.forEach((cancel) => this.reads.prefixIndex.add(cancel)),
+        () => undefined,
+      );
+      await this.#write(committed);
+      return decisions;
     } catch (error) {
       await this.writer.request("rollback", [], session).catch(() => undefined);
       throw error;
     }
-    await this.#write(
-      this.writer.request("commitCommands", [[...changed.values()].map(timerColumnValues), cancels, this.clock.now()], session),
-    );
-    for (const cancel of cancels) this.reads.prefixIndex.add(cancel);
-    return decisions;
   }
 
   async sweepPrefixCancel(
@@ -137,21 +142,20 @@ export class ThreadedSqliteTimerStore implements TimerStore {
     const { session, read } = this.writer.begin("beginSweep", [key, limit]);
     const batch = await this.#write(read, { begins: true });
     if (batch === undefined) return { decisions: [], done: true };
-    let step: ReturnType<typeof decideSweepStep>;
     try {
-      step = decideSweepStep(
+      const step = decideSweepStep(
         batch.rows.map((row) => timerOf(row)!),
         batch.commandTs,
         limit,
         decide,
       );
+      const cancelled = step.decisions.flatMap((decision) => (decision.next === undefined ? [] : [timerColumnValues(decision.next)]));
+      await this.#write(this.writer.request("commitSweep", [key, cancelled, step.progressKey], session));
+      return { decisions: step.decisions, done: step.done };
     } catch (error) {
       await this.writer.request("rollback", [], session).catch(() => undefined);
       throw error;
     }
-    const cancelled = step.decisions.flatMap((decision) => (decision.next === undefined ? [] : [timerColumnValues(decision.next)]));
-    await this.#write(this.writer.request("commitSweep", [key, cancelled, step.progressKey], session));
-    return { decisions: step.decisions, done: step.done };
   }
 
   claimDue(claim: DueClaim): Promise<DueTimer[]> {
