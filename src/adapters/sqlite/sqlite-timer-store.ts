@@ -25,7 +25,7 @@ import { PrefixCancelIndex, prefixUpperBound } from "../../domain/prefix-cancel.
 import { compareTimerKeys } from "../../domain/code-point-order.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 import { dealRoundRobin } from "../../app/firing/fair-due-selection.js";
-import { StorageProbe } from "../storage/storage-probe.js";
+import { SqliteWriteHealth } from "./sqlite-write-health.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
 import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel } from "../storage/store-core.js";
@@ -38,12 +38,6 @@ import {
   type PrefixCancelKey,
   type SqliteTimerStatements,
 } from "./sqlite-timer-statements.js";
-
-/** SQLITE_BUSY and SQLITE_LOCKED, with their extended codes. */
-export function isBusy(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"));
-}
 
 export interface SqliteTimerStoreOptions {
   /** The database file; its folder is created when missing. */
@@ -155,10 +149,7 @@ export interface SqliteTimerStoreHooks {
  * timers are not recorded: nobody else could take them.
  */
 export class SqliteTimerStore implements TimerStore {
-  #lastWriteFailed = false;
-  /** The last failed write found the database locked: a health check that gets the lock clears it. */
-  #lastWriteBusy = false;
-  #probe: StorageProbe | undefined;
+  readonly #health = new SqliteWriteHealth();
   readonly #db: Database.Database;
   readonly #sql: SqliteTimerStatements;
   readonly #raiseDueTenant: (tenantIds: readonly string[]) => void;
@@ -293,7 +284,7 @@ export class SqliteTimerStore implements TimerStore {
       options.raiseIdleTenants ??
       ((tenantIds) => {
         try {
-          this.#write(() => this.#raiseDueTenant(tenantIds));
+          this.raiseDueTenants(tenantIds);
         } catch {
           // Left for a later poll.
         }
@@ -422,15 +413,7 @@ export class SqliteTimerStore implements TimerStore {
 
   /** Runs a write transaction and remembers whether it failed (busy, read-only, disk full). */
   #write<T>(transaction: () => T): T {
-    try {
-      const result = transaction();
-      this.#lastWriteFailed = this.#lastWriteBusy = false;
-      return result;
-    } catch (error) {
-      this.#lastWriteFailed = true;
-      this.#lastWriteBusy = isBusy(error);
-      throw error;
-    }
+    return this.#health.track(transaction);
   }
 
   /**
@@ -443,18 +426,15 @@ export class SqliteTimerStore implements TimerStore {
     readonly timeoutMs: number;
     readonly onResult?: (error: unknown) => void;
   }): void {
-    this.#probe = new StorageProbe(() => {
+    this.#health.startProbe(() => {
       this.#db.exec("BEGIN IMMEDIATE");
       this.#db.exec("ROLLBACK");
-      if (this.#lastWriteBusy) this.#lastWriteFailed = this.#lastWriteBusy = false;
     }, options);
-    this.#probe.start();
   }
 
   /** Why the store is not healthy, for the outage log. */
   get fault(): string | undefined {
-    const error = this.#probe?.lastError;
-    return error === undefined ? undefined : error instanceof Error ? error.message : String(error);
+    return this.#health.fault;
   }
 
   /**
@@ -505,11 +485,11 @@ export class SqliteTimerStore implements TimerStore {
 
   /** Open, not locked by another process, and the last write transaction succeeded: readiness reports storage faults with this. */
   isWritable(): boolean {
-    return this.#db.open && !this.#lastWriteFailed && this.#probe?.healthy !== false;
+    return this.#db.open && this.#health.healthy;
   }
 
   async close(): Promise<void> {
-    this.#probe?.stop();
+    this.#health.stopProbe();
     if (!this.#db.open) return;
     this.#records.flush();
     await this.#checkpointer?.stop();

@@ -16,11 +16,10 @@ import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { systemClock } from "../clock/system-clock.js";
-import { StorageProbe } from "../storage/storage-probe.js";
+import { SqliteWriteHealth } from "./sqlite-write-health.js";
 import { commandKeys, decideCommandBatch, decideOnCurrent, decideSweepStep } from "../storage/store-core.js";
 import { timerColumnValues } from "../storage/timer-columns.js";
 import {
-  isBusy,
   openSqliteTimerStore,
   SAFETY_NET_AUTOCHECKPOINT_PAGES,
   type SqliteTimerStore,
@@ -88,10 +87,7 @@ export async function openThreadedSqliteTimerStore(options: SqliteTimerStoreOpti
  * store, store-core.ts), the writer writes the result and commits. Nothing else writes meanwhile.
  */
 export class ThreadedSqliteTimerStore implements TimerStore {
-  #lastWriteFailed = false;
-  /** The last failed write found the database locked: a health check that gets the lock clears it. */
-  #lastWriteBusy = false;
-  #probe: StorageProbe | undefined;
+  readonly #health = new SqliteWriteHealth();
   /** The writer thread's queue runs each batch's begin in call order, after the commit before it. */
   readonly appliesInCallOrder = true;
 
@@ -225,17 +221,12 @@ export class ThreadedSqliteTimerStore implements TimerStore {
     readonly timeoutMs: number;
     readonly onResult?: (error: unknown) => void;
   }): void {
-    this.#probe = new StorageProbe(async () => {
-      await this.writer.request("probe", []);
-      if (this.#lastWriteBusy) this.#lastWriteFailed = this.#lastWriteBusy = false;
-    }, options);
-    this.#probe.start();
+    this.#health.startProbe(() => this.writer.request("probe", []), options);
   }
 
   /** Why the store is not healthy, for the outage log. */
   get fault(): string | undefined {
-    const error = this.writer.failure ?? this.#probe?.lastError;
-    return error === undefined ? undefined : error instanceof Error ? error.message : String(error);
+    return this.writer.failure?.message ?? this.#health.fault;
   }
 
   isOpen(): boolean {
@@ -244,11 +235,11 @@ export class ThreadedSqliteTimerStore implements TimerStore {
 
   /** Open, the writer thread running, not locked by another process, and the last write succeeded. */
   isWritable(): boolean {
-    return this.isOpen() && !this.#lastWriteFailed && this.#probe?.healthy !== false;
+    return this.isOpen() && this.#health.healthy;
   }
 
   async close(): Promise<void> {
-    this.#probe?.stop();
+    this.#health.stopProbe();
     await this.writer.close();
     await this.reads.close();
   }
@@ -257,15 +248,7 @@ export class ThreadedSqliteTimerStore implements TimerStore {
    * Awaits a write and remembers whether it failed (busy, read-only, disk full). A batch's `begin`
    * that succeeds says nothing yet: its commit may still fail for want of space.
    */
-  async #write<T>(write: Promise<T>, { begins = false } = {}): Promise<T> {
-    try {
-      const result = await write;
-      if (!begins) this.#lastWriteFailed = this.#lastWriteBusy = false;
-      return result;
-    } catch (error) {
-      this.#lastWriteFailed = true;
-      this.#lastWriteBusy = isBusy(error);
-      throw error;
-    }
+  #write<T>(write: Promise<T>, { begins = false } = {}): Promise<T> {
+    return this.#health.trackAsync(write, { onlyFailure: begins });
   }
 }
