@@ -66,6 +66,39 @@ export function schedOf(pid: number | undefined): { mainCpuS: number; mainWaitS:
   }
 }
 
+/** User + system CPU seconds of each thread of a process so far, by thread id. */
+export function threadCpuOf(pid: number | undefined): Map<string, number> | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const threads = new Map<string, number>();
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        threads.set(tid, (Number(fields[11]) + Number(fields[12])) / clkTck());
+      } catch {
+        // thread ended
+      }
+    }
+    return threads;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU seconds of a process's threads between two readings: its main thread, its busiest other thread
+ * (for the service: the SQLite writer thread) and the rest (V8's GC helpers, libuv's pool, …).
+ * Node names none of its threads, so the second is told by its CPU alone.
+ */
+function threadSplit(before: Map<string, number>, after: Map<string, number>, pid: number): { main: number; second: number; rest: number } {
+  const spent = [...after].map(([tid, cpu]) => ({ tid, cpu: cpu - (before.get(tid) ?? 0) }));
+  const main = spent.find((t) => t.tid === String(pid))?.cpu ?? 0;
+  const others = spent.filter((t) => t.tid !== String(pid)).sort((a, b) => b.cpu - a.cpu);
+  const second = others[0]?.cpu ?? 0;
+  return { main, second, rest: others.slice(1).reduce((sum, t) => sum + t.cpu, 0) };
+}
+
 /** Bytes and calls of write(2)-family syscalls (files and sockets) and fsync-ish bytes to storage. */
 export function ioOf(pid: number | undefined): { wchar: number; syscw: number; writeBytes: number } | undefined {
   if (pid === undefined) return undefined;
@@ -86,6 +119,7 @@ export function ioOf(pid: number | undefined): { wchar: number; syscw: number; w
  *  - <name>MainStarved: share of the wall time the main thread was runnable but waiting for a CPU.
  *    MainBusy + MainStarved ≈ 1 means the thread wanted a core all the time (CPU-bound); the rest
  *    is time it waited on I/O or the network.
+ *  - <name>MainUsPerItem / SecondUsPerItem / RestUsPerItem: the CPU per item split by thread (threadSplit).
  *  - <name>WrittenMB / WrittenKBPerItem: bytes written by write syscalls (SQLite WAL and database
  *    pages, socket writes); <name>DiskWrittenMB: what reached the block device.
  */
@@ -93,6 +127,7 @@ export class CpuMeter {
   private readonly startCpu: Map<string, number | undefined>;
   private readonly startSched: Map<string, ReturnType<typeof schedOf>>;
   private readonly startIo: Map<string, ReturnType<typeof ioOf>>;
+  private readonly startThreads: Map<string, ReturnType<typeof threadCpuOf>>;
   private readonly startWall = performance.now();
 
   constructor(private readonly pids: Readonly<Record<string, number | undefined>>) {
@@ -101,6 +136,7 @@ export class CpuMeter {
     this.startSched = new Map(Object.entries(pids).map(([name, pid]) => [name, schedOf(pid)]));
     this.startSched.set("bench", schedOf(process.pid));
     this.startIo = new Map(Object.entries(pids).map(([name, pid]) => [name, ioOf(pid)]));
+    this.startThreads = new Map(Object.entries(pids).map(([name, pid]) => [name, threadCpuOf(pid)]));
   }
 
   /** `{wallS, <name>CpuS, <name>Busy, <name>UsPerItem, <name>MainBusy, <name>MainStarved}` since construction. */
@@ -120,6 +156,14 @@ export class CpuMeter {
       if (s0 !== undefined && s1 !== undefined) {
         out[`${name}MainBusy`] = round((s1.mainCpuS - s0.mainCpuS) / wallS, 2);
         out[`${name}MainStarved`] = round((s1.mainWaitS - s0.mainWaitS) / wallS, 2);
+      }
+      const threads0 = this.startThreads.get(name);
+      const threads1 = threadCpuOf(pid);
+      if (threads0 !== undefined && threads1 !== undefined && pid !== undefined && perItems !== undefined && perItems > 0) {
+        const split = threadSplit(threads0, threads1, pid);
+        out[`${name}MainUsPerItem`] = round((split.main * 1e6) / perItems, 1);
+        out[`${name}SecondUsPerItem`] = round((split.second * 1e6) / perItems, 1);
+        out[`${name}RestUsPerItem`] = round((split.rest * 1e6) / perItems, 1);
       }
       const io0 = this.startIo.get(name);
       const io1 = ioOf(pid);

@@ -176,11 +176,15 @@ async function backlogVsV1(ctx: BenchContext, n: number, keySpace: number): Prom
         startupS: measured.startupS,
         serviceBusy: cpu.serviceBusy,
         serviceMainStarved: cpu.serviceMainStarved,
+        /** The CPU per command by thread: the event loop, the busiest other thread (current: the writer), the rest. */
+        threadsUsPerCommand: { main: cpu.serviceMainUsPerItem, second: cpu.serviceSecondUsPerItem, rest: cpu.serviceRestUsPerItem },
         natsUsPerCommand: cpu.natsUsPerItem,
         serviceWrittenKBPerCommand: cpu.serviceWrittenKBPerItem,
         loadAverage1m: loadAverage()[0],
       });
-      sub.log(`round ${i + 1} ${version}: ${us ?? "?"} µs/cmd, ${rate}/s`);
+      sub.log(
+        `round ${i + 1} ${version}: ${us ?? "?"} µs/cmd (main thread ${cpu.serviceMainUsPerItem ?? "?"}, second ${cpu.serviceSecondUsPerItem ?? "?"}, rest ${cpu.serviceRestUsPerItem ?? "?"}), ${rate}/s`,
+      );
     });
   }
   await rawRound("after");

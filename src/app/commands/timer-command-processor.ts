@@ -8,7 +8,7 @@ import type { Logger } from "../logger.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
 import type { CommandType, TimerMetrics } from "../timer-metrics.js";
 import type { TimerStore } from "../timer-store.js";
-import type { CommandSpan, TimerTracing } from "../timer-tracing.js";
+import type { CommandSpan, TimerSpanAttributes, TimerTracing } from "../timer-tracing.js";
 import { rejectionId, type CommandDecoder, type RawCommand } from "./command-decoder.js";
 import { UNKNOWN_TENANT } from "./command-text.js";
 import { doublingBackoffMs } from "../doubling-backoff.js";
@@ -62,6 +62,33 @@ export interface TimerCommandProcessorDeps {
 }
 
 /**
+ * What a command's span records, read only by a tracer that records spans: the delivery info behind
+ * the message id is parsed on first use, and the object costs one allocation per command.
+ */
+class CommandSpanAttributes implements TimerSpanAttributes {
+  constructor(
+    private readonly message: DeliveredCommand,
+    private readonly command: TimerCommand,
+  ) {}
+
+  get subject(): string {
+    return this.message.subject;
+  }
+
+  get messageId(): string {
+    return this.message.sourceId;
+  }
+
+  get tenantId(): string {
+    return this.command.tenantId;
+  }
+
+  get serviceCallId(): string | undefined {
+    return this.command.kind === "cancelPrefix" ? undefined : this.command.serviceCallId;
+  }
+}
+
+/**
  * The command use case (ScheduleTimer, CancelTimer, CancelTimersByPrefix, RetryTimer and the
  * completion reports TimerCompleted / TimerFailed): decodes a batch of command messages, applies
  * the valid ones in one storage transaction, publishes a `CommandRejected` for each invalid one, and
@@ -75,12 +102,14 @@ export class TimerCommandProcessor {
 
   async process(batch: readonly DeliveredCommand[]): Promise<CommandSettlement[]> {
     const settlements = new Array<CommandSettlement>(batch.length);
-    const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal; span?: CommandSpan }[] = [];
+    const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal; span: CommandSpan | undefined }[] = [];
     const rejected: Promise<void>[] = [];
     batch.forEach((message, index) => {
       const decoded = this.decode(message);
-      if (decoded.ok) valid.push({ index, type: decoded.type, refusal: decoded.refusal, ...this.startSpan(message, decoded) });
-      else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
+      if (decoded.ok) {
+        const { command, span } = this.startSpan(message, decoded);
+        valid.push({ index, type: decoded.type, refusal: decoded.refusal, command, span });
+      } else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
     });
     if (valid.length > 0) {
       const applied = await this.apply(valid.map((v) => v.command));
@@ -117,15 +146,7 @@ export class TimerCommandProcessor {
     const { tracing } = this.deps;
     const { command } = decoded;
     if (tracing === undefined) return { command };
-    const span = tracing.startCommand(decoded.trace, {
-      subject: message.subject,
-      // Read only by a tracer that records it: the delivery info is parsed on first use.
-      get messageId() {
-        return message.sourceId;
-      },
-      tenantId: command.tenantId,
-      serviceCallId: command.kind === "cancelPrefix" ? undefined : command.serviceCallId,
-    });
+    const span = tracing.startCommand(decoded.trace, new CommandSpanAttributes(message, command));
     // The decoder already put its trace on the command; only a span's own trace replaces it.
     const retraced = (command.kind === "schedule" || command.kind === "retry") && span.trace !== decoded.trace;
     return { command: retraced ? { ...command, trace: span.trace } : command, span };
