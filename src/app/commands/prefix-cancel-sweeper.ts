@@ -3,6 +3,7 @@ import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerMetrics } from "../timer-metrics.js";
 import type { PrefixCancelSweep, TimerStore } from "../timer-store.js";
+import { nextTurn } from "../in-slices.js";
 
 export interface PrefixCancelSweeperDeps {
   readonly store: TimerStore;
@@ -85,7 +86,7 @@ export class PrefixCancelSweeper {
       if (delta !== 0) metrics.addPending(delta);
       if (!done) left++;
       else this.#logDone(cancel);
-      await yieldToEventLoop();
+      await nextTurn();
     }
     return { changed, unfinished: left };
   }
@@ -127,8 +128,4 @@ export class PrefixCancelSweeper {
       "prefix cancel applied to every matching timer",
     );
   }
-}
-
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -12,6 +12,7 @@ import type { CommandSpan, TimerSpanAttributes, TimerTracing } from "../timer-tr
 import { rejectionId, type CommandDecoder, type RawCommand } from "./command-decoder.js";
 import { UNKNOWN_TENANT } from "./command-text.js";
 import { doublingBackoffMs } from "../doubling-backoff.js";
+import { mapInSlices } from "../in-slices.js";
 
 /** What the broker is to do with one command message; mapped one-to-one onto ack / nak / term. */
 export type CommandSettlement =
@@ -23,6 +24,8 @@ export interface DeliveredCommand extends RawCommand {
 }
 
 const ACK: CommandSettlement = { kind: "ack" };
+/** Decoding between two turns of the event loop. */
+const DECODE_SLICE_MS = 5;
 
 type Refusal = (code: CommandRejected["code"], reason: string) => CommandRejected;
 const RETRY_BASE_MS = 250;
@@ -95,16 +98,31 @@ class CommandSpanAttributes implements TimerSpanAttributes {
  * says how to settle each message. A message is acked only after its effect is committed.
  */
 export class TimerCommandProcessor {
-  /** The last batch's apply, settled either way. */
-  #lastApply: Promise<unknown> = Promise.resolve();
+  /** Resolves once the last batch's turn to apply is over (it was handed over, committed, or had nothing to apply). */
+  #lastApply: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: TimerCommandProcessorDeps) {}
 
   async process(batch: readonly DeliveredCommand[]): Promise<CommandSettlement[]> {
+    // Taken before decoding, which yields: batches apply in the order they came, however long each decodes.
+    const turn = this.applyTurn();
+    try {
+      return await this.processInTurn(batch, turn.apply);
+    } finally {
+      turn.end();
+    }
+  }
+
+  private async processInTurn(
+    batch: readonly DeliveredCommand[],
+    apply: (commands: TimerCommand[]) => Promise<CommandDecision[] | undefined>,
+  ): Promise<CommandSettlement[]> {
     const settlements = new Array<CommandSettlement>(batch.length);
     const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal; span: CommandSpan | undefined }[] = [];
     const rejected: Promise<void>[] = [];
-    batch.forEach((message, index) => {
+    // In slices: the answers of a store working on the batch before (its read, its commit) are
+    // taken between them, so that the store does not wait for this whole batch's decoding.
+    await mapInSlices(batch, DECODE_SLICE_MS, (message, index) => {
       const decoded = this.decode(message);
       if (decoded.ok) {
         const { command, span } = this.startSpan(message, decoded);
@@ -112,7 +130,7 @@ export class TimerCommandProcessor {
       } else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
     });
     if (valid.length > 0) {
-      const applied = await this.apply(valid.map((v) => v.command));
+      const applied = await apply(valid.map((v) => v.command));
       valid.forEach((v, i) => {
         const decision = applied?.[i];
         v.span?.end(decision?.outcome ?? "not stored");
@@ -173,18 +191,24 @@ export class TimerCommandProcessor {
   }
 
   /**
-   * Commits the commands after those of every earlier call: batches may be processed two at a time
-   * (one decoded while the other is stored), but they are applied in the order they came.
+   * A batch's turn to apply, after every batch that came before it: batches may be processed two at
+   * a time (one decoded while the other is stored), but they are applied in the order they came.
+   * `end` (called once the batch is done, whatever happened) passes the turn on at the latest.
    */
-  private apply(commands: TimerCommand[]): Promise<CommandDecision[] | undefined> {
-    let handedOver!: () => void;
-    const storeCalled = new Promise<void>((resolve) => (handedOver = resolve));
-    const applied = this.#lastApply.then(() => this.applyNow(commands, handedOver));
+  private applyTurn(): { apply: (commands: TimerCommand[]) => Promise<CommandDecision[] | undefined>; end: () => void } {
+    const previous = this.#lastApply;
+    let end!: () => void;
+    this.#lastApply = new Promise<void>((resolve) => (end = resolve));
     // A store that applies calls in call order takes the next batch once this one is handed over;
     // the pending quota counts what is committed, so with a quota the next batch waits for the commit.
     const inCallOrder = this.deps.store.appliesInCallOrder === true && !((this.deps.maxPendingPerTenant ?? 0) > 0);
-    this.#lastApply = inCallOrder ? storeCalled : applied.catch(() => undefined);
-    return applied;
+    return {
+      apply: async (commands) => {
+        await previous;
+        return this.applyNow(commands, inCallOrder ? end : () => undefined);
+      },
+      end,
+    };
   }
 
   /**

@@ -7,6 +7,7 @@ import type { RecurrenceCalendar } from "../../domain/recurrence.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
 import type { DueCursor, DueTimer } from "../timer-store.js";
 import { advanceDueCursor } from "./fair-due-selection.js";
+import { mapInSlices } from "../in-slices.js";
 
 /** What a poll read: whether the batch was full, and the chain's cursor after its timers. */
 export interface PollRead {
@@ -87,7 +88,7 @@ export class DueTimerWorker {
 
   private async publishAndMark(due: readonly DueTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
     const { store, clock, metrics, batchSize, owner, calendar } = this.deps;
-    const fired = await decideInSlices(due, (timer): DueFiring => ({
+    const fired = await mapInSlices(due, DECISION_SLICE_MS, (timer): DueFiring => ({
       timer,
       firing: decideFiring(timer, nowMs, calendar, timer.prefixCancelTs),
     }));
@@ -169,20 +170,6 @@ export class DueTimerWorker {
  * downtime can take tens of milliseconds, and a batch of those must not hold the event loop.
  */
 const DECISION_SLICE_MS = 20;
-
-/** Maps `items`, giving the event loop a turn whenever a slice of work has taken `DECISION_SLICE_MS`. */
-async function decideInSlices<T, R>(items: readonly T[], decide: (item: T) => R): Promise<R[]> {
-  const results: R[] = [];
-  let sliceStart = performance.now();
-  for (const item of items) {
-    results.push(decide(item));
-    if (performance.now() - sliceStart >= DECISION_SLICE_MS) {
-      await new Promise((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
-    }
-  }
-  return results;
-}
 
 function onlyRecorded(fired: readonly DueFiring[], recordedKeys: readonly TimerKey[]): DueFiring[] {
   const recorded = new Set(recordedKeys.map(timerKeyString));

@@ -1,3 +1,5 @@
+import { nextTurn } from "../in-slices.js";
+
 /**
  * Admission of queries (CONTRACT §12, docs/design/event-loop.md): queries share the event loop (and
  * on SQLite the connection) with firing and commands, so they run a few at a time, with a turn of
@@ -33,7 +35,7 @@ export class FairQueryGate {
       this.#dispatch();
     });
     // The loop's turn: timers due and commands received meanwhile go first.
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     try {
       return await query();
     } finally {

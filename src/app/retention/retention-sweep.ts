@@ -1,6 +1,7 @@
 import { retentionCutoffMs } from "../../domain/retention.js";
 import type { Clock } from "../clock.js";
 import type { TimerRetention } from "./timer-retention.js";
+import { nextTurn } from "../in-slices.js";
 
 /** `timer_schedules_deleted_total` (CONTRACT §8). */
 export interface RetentionMetrics {
@@ -30,8 +31,6 @@ export interface SweepReport {
 
 export const RETENTION_BATCH_SIZE = 500;
 const MAX_BATCHES_PER_SWEEP = 200;
-
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * One retention sweep: deletes final timers, then prefix cancels, changed before now − retention,

@@ -68,15 +68,21 @@ describe("TimerCommandProcessor", () => {
   let logger: RecordingLogger;
   let scheduled: number[];
 
-  function processor(over: Partial<{ store: TimerStore; maxPendingPerTenant: number }> = {}): TimerCommandProcessor {
+  function decoder(): CommandDecoder {
+    return new CommandDecoder({
+      subjectPrefix: "timer",
+      maxHorizonDays: 3650,
+      maxClockSkewMs: 86_400_000,
+      clock,
+      calendar: new CronerCalendar(),
+    });
+  }
+
+  function processor(
+    over: Partial<{ store: TimerStore; maxPendingPerTenant: number; decoder: CommandDecoder }> = {},
+  ): TimerCommandProcessor {
     return new TimerCommandProcessor({
-      decoder: new CommandDecoder({
-        subjectPrefix: "timer",
-        maxHorizonDays: 3650,
-        maxClockSkewMs: 86_400_000,
-        clock,
-        calendar: new CronerCalendar(),
-      }),
+      decoder: over.decoder ?? decoder(),
       store: over.store ?? store,
       publisher,
       clock,
@@ -460,6 +466,29 @@ describe("TimerCommandProcessor", () => {
       expect(await first).toEqual([{ kind: "ack" }]);
       expect(await second).toEqual([{ kind: "ack" }]);
       expect(held.log).toEqual(["call a", "call b", "commit a", "commit b"]);
+    });
+
+    it("when a batch takes longer to decode than the one after it, then it is still applied first", async () => {
+      // Decoding "slow" takes longer than a slice, so the processor yields in the middle of its batch.
+      const slow = new (class extends CommandDecoder {
+        override decode(raw: Parameters<CommandDecoder["decode"]>[0]) {
+          const until = performance.now() + 8;
+          if (new TextDecoder().decode(raw.body).includes('"slow')) while (performance.now() < until);
+          return super.decode(raw);
+        }
+      })({ subjectPrefix: "timer", maxHorizonDays: 3650, maxClockSkewMs: 86_400_000, clock, calendar: new CronerCalendar() });
+      const held = new HeldTimerStore(memory, true);
+      const commands = processor({ store: held, decoder: slow });
+
+      const first = commands.process([batch("slow-1"), batch("slow-2"), batch("slow-3")]);
+      const second = commands.process([batch("b")]);
+      await held.until(1);
+      await held.release();
+      await held.until(3);
+      await held.release();
+      await Promise.all([first, second]);
+
+      expect(held.log).toEqual(["call slow-1,slow-2,slow-3", "call b", "commit slow-1,slow-2,slow-3", "commit b"]);
     });
 
     it("when the store does not promise call order, or a pending quota counts commits, then the next batch waits for the last commit", async () => {

@@ -1,0 +1,90 @@
+/**
+ * A component benchmark of the writer thread's share of a command batch, in process on one thread:
+ * `SqliteWriter.beginCommands` (BEGIN IMMEDIATE, a read per key) and `commitCommands` (the upsert of
+ * each decided timer, COMMIT) on the service's connection settings, for new keys at random. It splits
+ * what the writer thread spends per command, which the end-to-end `ingest` scenario cannot.
+ *
+ *   npx tsx scripts/bench/sqlite-writer-micro.ts [--commands 100000] [--batch 2000] [--rounds 3] [--synchronous FULL]
+ *
+ * `MICRO_SQL='…'` runs that SQL on each fresh store first, for what-ifs such as
+ * `DROP TRIGGER timer_state_counts_insert`. Prints µs of CPU per command for the whole batch, the
+ * reads alone and the commit alone; one JSON line on stdout.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openSqliteConnection, openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
+import { SqliteWriter } from "../../src/adapters/sqlite/sqlite-writer.js";
+import { timerColumnValues } from "../../src/adapters/storage/timer-columns.js";
+import { decideCommand } from "../../src/domain/timer-rules.js";
+import type { ScheduleTimerCommand } from "../../src/domain/timer-command.js";
+import { prng, round } from "./harness.js";
+
+const args = process.argv.slice(2);
+const arg = (name: string, fallback: string): string => {
+  const i = args.indexOf(name);
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback;
+};
+const COMMANDS = Number(arg("--commands", "100000"));
+const BATCH = Number(arg("--batch", "2000"));
+const ROUNDS = Number(arg("--rounds", "3"));
+const SYNCHRONOUS = arg("--synchronous", "FULL") as "FULL" | "NORMAL";
+
+const cpuUs = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+function scheduleCommands(seed: number): ScheduleTimerCommand[] {
+  const random = prng(seed);
+  const now = Date.now();
+  const base = now + 7 * 86_400_000;
+  const trace = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", traceFlags: 1, traceState: null, spanId: null };
+  return Array.from({ length: COMMANDS }, (_, i) => ({
+    kind: "schedule",
+    tenantId: "bench",
+    serviceCallId: `t-${String(Math.floor(random() * 1_000_000)).padStart(8, "0")}-${i}`,
+    dueAtMs: base + Math.floor(random() * 86_400_000),
+    data: null,
+    correlationId: null,
+    timestampMs: now,
+    repeat: null,
+    maxLatenessMs: null,
+    trace,
+  }));
+}
+
+const results = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const dir = mkdtempSync(join(tmpdir(), "writer-micro-"));
+  const path = join(dir, "timer.db");
+  await openSqliteTimerStore({ path }).close();
+  const db = openSqliteConnection(path, { synchronous: SYNCHRONOUS });
+  if (process.env.MICRO_SQL) db.exec(process.env.MICRO_SQL);
+  const writer = new SqliteWriter(db);
+  const now = Date.now();
+  const commands = scheduleCommands(r + 1);
+  let readUs = 0;
+  let commitUs = 0;
+  const start = cpuUs();
+  for (let at = 0; at < commands.length; at += BATCH) {
+    const batch = commands.slice(at, at + BATCH);
+    const t0 = cpuUs();
+    writer.beginCommands(batch.map(({ tenantId, serviceCallId }) => ({ tenantId, serviceCallId })));
+    const t1 = cpuUs();
+    const rows = batch.map((command) => timerColumnValues(decideCommand(undefined, command, now).next!));
+    const t2 = cpuUs();
+    writer.commitCommands(rows, [], now);
+    const t3 = cpuUs();
+    readUs += t1 - t0;
+    commitUs += t3 - t2;
+  }
+  const totalUs = cpuUs() - start;
+  writer.close();
+  rmSync(dir, { recursive: true, force: true });
+  const per = (us: number): number => round(us / COMMANDS, 2);
+  const result = { round: r, totalUs: per(totalUs), readUs: per(readUs), commitUs: per(commitUs) };
+  console.error(`round ${r}: ${result.totalUs} µs per command (reads ${result.readUs}, upserts + commit ${result.commitUs})`);
+  results.push(result);
+}
+console.log(JSON.stringify({ commands: COMMANDS, batch: BATCH, synchronous: SYNCHRONOUS, sql: process.env.MICRO_SQL ?? null, results }));
