@@ -10,8 +10,8 @@ export function nextTurn(): Promise<void> {
 export async function mapInSlices<T, R>(items: readonly T[], sliceMs: number, map: (item: T, index: number) => R): Promise<R[]> {
   const results: R[] = [];
   let sliceStart = performance.now();
-  for (const [index, item] of items.entries()) {
-    results.push(map(item, index));
+  for (let index = 0; index < items.length; index++) {
+    results.push(map(items[index]!, index));
     if (performance.now() - sliceStart >= sliceMs) {
       await nextTurn();
       sliceStart = performance.now();
