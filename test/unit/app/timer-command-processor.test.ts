@@ -123,6 +123,20 @@ describe("TimerCommandProcessor", () => {
       expect(publisher.commandRejected).toEqual([]);
     });
 
+    it("when a command is stored and acked, then its delivery count is not read (parsing the broker's delivery info costs)", async () => {
+      let reads = 0;
+      const message = rawCommand(scheduleSubject(), scheduleEnvelope({ dueAtMs: T0 + 5_000 }));
+      const counted = Object.defineProperty({ ...message }, "deliveryCount", {
+        get: () => {
+          reads++;
+          return 1;
+        },
+      });
+
+      expect(await process(counted)).toEqual([{ kind: "ack" }]);
+      expect(reads).toBe(0);
+    });
+
     it("when a valid CancelTimer arrives for a Scheduled timer, then it is acked and the timer is Cancelled", async () => {
       await process(rawCommand(scheduleSubject(), scheduleEnvelope({ timestampMs: 1 })));
       const settlements = await process(rawCommand(cancelSubject(), cancelEnvelope({ timestampMs: 2 })));
