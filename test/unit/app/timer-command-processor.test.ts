@@ -55,6 +55,13 @@ class HeldTimerStore extends DelegatingTimerStore {
   async until(count: number): Promise<void> {
     while (this.log.length < count) await new Promise((resolve) => setImmediate(resolve));
   }
+  /** Lets the first of two calls go on, then the second once it has come too. */
+  async releaseTwo(): Promise<void> {
+    await this.until(1);
+    await this.release();
+    await this.until(3);
+    await this.release();
+  }
 }
 
 const key = (serviceCallId: string, tenantId = "acme"): TimerKey => ({ tenantId, serviceCallId });
@@ -68,15 +75,14 @@ describe("TimerCommandProcessor", () => {
   let logger: RecordingLogger;
   let scheduled: number[];
 
-  function decoder(): CommandDecoder {
-    return new CommandDecoder({
-      subjectPrefix: "timer",
-      maxHorizonDays: 3650,
-      maxClockSkewMs: 86_400_000,
-      clock,
-      calendar: new CronerCalendar(),
-    });
-  }
+  const decoderOptions = () => ({
+    subjectPrefix: "timer",
+    maxHorizonDays: 3650,
+    maxClockSkewMs: 86_400_000,
+    clock,
+    calendar: new CronerCalendar(),
+  });
+  const decoder = (): CommandDecoder => new CommandDecoder(decoderOptions());
 
   function processor(
     over: Partial<{ store: TimerStore; maxPendingPerTenant: number; decoder: CommandDecoder }> = {},
@@ -490,16 +496,13 @@ describe("TimerCommandProcessor", () => {
           if (new TextDecoder().decode(raw.body).includes('"slow')) while (performance.now() < until);
           return super.decode(raw);
         }
-      })({ subjectPrefix: "timer", maxHorizonDays: 3650, maxClockSkewMs: 86_400_000, clock, calendar: new CronerCalendar() });
+      })(decoderOptions());
       const held = new HeldTimerStore(memory, true);
       const commands = processor({ store: held, decoder: slow });
 
       const first = commands.process([batch("slow-1"), batch("slow-2"), batch("slow-3")]);
       const second = commands.process([batch("b")]);
-      await held.until(1);
-      await held.release();
-      await held.until(3);
-      await held.release();
+      await held.releaseTwo();
       await Promise.all([first, second]);
 
       expect(held.log).toEqual(["call slow-1,slow-2,slow-3", "call b", "commit slow-1,slow-2,slow-3", "commit b"]);
@@ -515,10 +518,7 @@ describe("TimerCommandProcessor", () => {
 
         const first = commands.process([batch("a")]);
         const second = commands.process([batch("b")]);
-        await held.until(1);
-        await held.release();
-        await held.until(3);
-        await held.release();
+        await held.releaseTwo();
         await Promise.all([first, second]);
 
         expect(held.log).toEqual(["call a", "commit a", "call b", "commit b"]);
