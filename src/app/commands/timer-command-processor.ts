@@ -206,7 +206,12 @@ export class TimerCommandProcessor {
     return {
       apply: async (commands) => {
         await previous;
-        return this.applyNow(commands, inCallOrder ? end : () => undefined);
+        try {
+          return await this.applyNow(commands, inCallOrder ? end : () => undefined);
+        } finally {
+          // Not later: the batch's rejections, still to be published, must not hold up the next batch.
+          end();
+        }
       },
       end,
     };

@@ -508,6 +508,22 @@ describe("TimerCommandProcessor", () => {
       expect(held.log).toEqual(["call slow-1,slow-2,slow-3", "call b", "commit slow-1,slow-2,slow-3", "commit b"]);
     });
 
+    it("when a batch's rejection cannot be published yet, then the next batch is applied meanwhile", async () => {
+      const held = new HeldTimerStore(memory, false);
+      const commands = processor({ store: held });
+      publisher.hold();
+
+      const first = commands.process([batch("a"), rawCommand(scheduleSubject(), "{not json")]);
+      const second = commands.process([batch("b")]);
+      await held.releaseTwo();
+      await held.until(4);
+
+      expect(held.log).toEqual(["call a", "commit a", "call b", "commit b"]);
+      expect(await second).toEqual([{ kind: "ack" }]);
+      publisher.release();
+      expect((await first).map((s) => s.kind)).toEqual(["ack", "term"]);
+    });
+
     it("when the store does not promise call order, or a pending quota counts commits, then the next batch waits for the last commit", async () => {
       for (const [appliesInCallOrder, maxPendingPerTenant] of [
         [false, 0],
