@@ -24,6 +24,12 @@ export interface DeliveredCommand extends RawCommand {
 }
 
 const ACK: CommandSettlement = { kind: "ack" };
+
+/** A batch's place in the order of applies (TimerCommandProcessor.applyTurn). */
+interface ApplyTurn {
+  readonly apply: (commands: TimerCommand[]) => Promise<CommandDecision[] | undefined>;
+  readonly end: () => void;
+}
 /** Decoding between two turns of the event loop. */
 const DECODE_SLICE_MS = 5;
 
@@ -65,8 +71,8 @@ export interface TimerCommandProcessorDeps {
 }
 
 /**
- * What a command's span records, read only by a tracer that records spans: the delivery info behind
- * the message id is parsed on first use, and the object costs one allocation per command.
+ * What a command's span records, read by the tracer as it needs it: the delivery info behind the
+ * message id is parsed on first use, and the object costs one allocation per command.
  */
 class CommandSpanAttributes implements TimerSpanAttributes {
   constructor(
@@ -98,7 +104,7 @@ class CommandSpanAttributes implements TimerSpanAttributes {
  * says how to settle each message. A message is acked only after its effect is committed.
  */
 export class TimerCommandProcessor {
-  /** Resolves once the last batch's turn to apply is over (it was handed over, committed, or had nothing to apply). */
+  /** Resolves once the turns of every batch so far are over (each handed over, committed, or with nothing to apply). */
   #lastApply: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: TimerCommandProcessorDeps) {}
@@ -107,16 +113,13 @@ export class TimerCommandProcessor {
     // Taken before decoding, which yields: batches apply in the order they came, however long each decodes.
     const turn = this.applyTurn();
     try {
-      return await this.processInTurn(batch, turn.apply);
+      return await this.processInTurn(batch, turn);
     } finally {
       turn.end();
     }
   }
 
-  private async processInTurn(
-    batch: readonly DeliveredCommand[],
-    apply: (commands: TimerCommand[]) => Promise<CommandDecision[] | undefined>,
-  ): Promise<CommandSettlement[]> {
+  private async processInTurn(batch: readonly DeliveredCommand[], turn: ApplyTurn): Promise<CommandSettlement[]> {
     const settlements = new Array<CommandSettlement>(batch.length);
     const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal; span: CommandSpan | undefined }[] = [];
     const rejected: Promise<void>[] = [];
@@ -129,8 +132,10 @@ export class TimerCommandProcessor {
         valid.push({ index, type: decoded.type, refusal: decoded.refusal, command, span });
       } else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
     });
-    if (valid.length > 0) {
-      const applied = await apply(valid.map((v) => v.command));
+    // Nothing to apply: the turn passes on now, not after the rejections are published.
+    if (valid.length === 0) turn.end();
+    else {
+      const applied = await turn.apply(valid.map((v) => v.command));
       valid.forEach((v, i) => {
         const decision = applied?.[i];
         v.span?.end(decision?.outcome ?? "not stored");
@@ -196,10 +201,12 @@ export class TimerCommandProcessor {
    * a time (one decoded while the other is stored), but they are applied in the order they came.
    * `end` (called once the batch is done, whatever happened) passes the turn on at the latest.
    */
-  private applyTurn(): { apply: (commands: TimerCommand[]) => Promise<CommandDecision[] | undefined>; end: () => void } {
+  private applyTurn(): ApplyTurn {
     const previous = this.#lastApply;
     let end!: () => void;
-    this.#lastApply = new Promise<void>((resolve) => (end = resolve));
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    // After the earlier turns too: a batch that ends its turn early must not let a later one overtake an earlier one.
+    this.#lastApply = previous.then(() => ended);
     // A store that applies calls in call order takes the next batch once this one is handed over;
     // the pending quota counts what is committed, so with a quota the next batch waits for the commit.
     const inCallOrder = this.deps.store.appliesInCallOrder === true && !((this.deps.maxPendingPerTenant ?? 0) > 0);

@@ -524,6 +524,35 @@ describe("TimerCommandProcessor", () => {
       expect((await first).map((s) => s.kind)).toEqual(["ack", "term"]);
     });
 
+    it("when a batch has nothing to apply and its rejection cannot be published yet, then the next batch is applied meanwhile", async () => {
+      const held = new HeldTimerStore(memory, false);
+      const commands = processor({ store: held });
+      publisher.hold();
+
+      const first = commands.process([rawCommand(scheduleSubject(), "{not json")]);
+      const second = commands.process([batch("b")]);
+      await held.until(1);
+      await held.release();
+
+      expect(await second).toEqual([{ kind: "ack" }]);
+      publisher.release();
+      expect(await first).toEqual([{ kind: "term", reason: expect.stringContaining("INVALID_JSON") }]);
+    });
+
+    it("when a batch between two others has nothing to apply, then the third still waits for the first", async () => {
+      const held = new HeldTimerStore(memory, false);
+      const commands = processor({ store: held });
+
+      const first = commands.process([batch("a")]);
+      const second = commands.process([rawCommand(scheduleSubject(), "{not json")]);
+      const third = commands.process([batch("c")]);
+      await second;
+      await held.releaseTwo();
+      await Promise.all([first, third]);
+
+      expect(held.log).toEqual(["call a", "commit a", "call c", "commit c"]);
+    });
+
     it("when the store does not promise call order, or a pending quota counts commits, then the next batch waits for the last commit", async () => {
       for (const [appliesInCallOrder, maxPendingPerTenant] of [
         [false, 0],
