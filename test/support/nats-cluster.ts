@@ -109,6 +109,7 @@ export class NatsCluster {
     try {
       await Promise.all(nodes.map((node) => node.start()));
       await cluster.waitUntilJetStream(nodes);
+      await cluster.waitUntilPlacement();
     } catch (error) {
       await cluster.dispose();
       throw error;
@@ -148,6 +149,33 @@ export class NatsCluster {
         if (Date.now() > deadline) throw new Error(`JetStream not available through ${node.name} within ${timeoutMs} ms: ${String(last)}`);
         await new Promise((r) => setTimeout(r, 200));
       }
+    }
+  }
+
+  /**
+   * Waits until a stream with a replica on every node can be placed: the meta leader answers account
+   * info before it has heard from every peer, and until then it refuses such a stream ("no suitable
+   * peers for placement"). A probe stream is added and deleted.
+   */
+  async waitUntilPlacement(timeoutMs = 30_000): Promise<void> {
+    const connection = await connect({ servers: this.nodes.map((node) => node.url), timeout: 2_000 });
+    try {
+      const jsm = await jetstreamManager(connection, { timeout: 2_000 });
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        try {
+          await jsm.streams.add({ name: "PLACEMENT_PROBE", subjects: ["placement.probe"], num_replicas: this.nodes.length });
+          await jsm.streams.delete("PLACEMENT_PROBE");
+          return;
+        } catch (error) {
+          if (Date.now() > deadline) {
+            throw new Error(`a stream of ${this.nodes.length} replicas not placed within ${timeoutMs} ms`, { cause: error });
+          }
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+    } finally {
+      await connection.close().catch(() => undefined);
     }
   }
 
