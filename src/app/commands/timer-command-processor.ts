@@ -139,19 +139,18 @@ export class TimerCommandProcessor {
       valid.forEach((v, i) => {
         const decision = applied?.[i];
         v.span?.end(decision?.outcome ?? "not stored");
-        // Read only where a settlement depends on it: the broker's delivery info is parsed on first use.
-        const deliveryCount = (): number => batch[v.index]!.deliveryCount;
+        // Its deliveryCount is read only where a settlement depends on it: the broker's delivery info is parsed on first use.
+        const message = batch[v.index]!;
         if (decision?.outcome === "refused") {
-          const message = batch[v.index]!;
           const reason = `tenant ${v.command.tenantId} has ${this.deps.maxPendingPerTenant} Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)`;
           rejected.push(this.reject(message, v.type, v.refusal(decision.code, reason)).then((s) => void (settlements[v.index] = s)));
           return;
         }
-        if (decision?.outcome === "ignored" && decision.retryLater === true && deliveryCount() < REPORT_RETRY_DELIVERIES) {
+        if (decision?.outcome === "ignored" && decision.retryLater === true && message.deliveryCount < REPORT_RETRY_DELIVERIES) {
           settlements[v.index] = { kind: "nak", delayMs: REPORT_RETRY_MS };
           return;
         }
-        settlements[v.index] = applied === undefined ? { kind: "nak", delayMs: redeliveryDelayMs(deliveryCount()) } : ACK;
+        settlements[v.index] = applied === undefined ? { kind: "nak", delayMs: redeliveryDelayMs(message.deliveryCount) } : ACK;
         if (decision !== undefined) this.deps.metrics.commandHandled(v.type, decision.outcome);
       });
     }
