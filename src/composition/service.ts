@@ -13,6 +13,7 @@ import { DeliveryDeadlineWorker } from "../app/firing/delivery-deadline-worker.j
 import { DeliveryDeadlineLoop } from "../app/firing/delivery-deadline-loop.js";
 import { PrefixCancelSweeper } from "../app/commands/prefix-cancel-sweeper.js";
 import { CronerCalendar } from "../adapters/cron/croner-calendar.js";
+import { CatchUpThread } from "../adapters/cron/catch-up-thread.js";
 import { PrometheusTimerMetrics } from "../adapters/metrics/prometheus-timer-metrics.js";
 import { HealthHttpServer } from "../adapters/http/health-http-server.js";
 import { QueriesAndRetention } from "./queries-and-retention.js";
@@ -142,9 +143,13 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     logger,
     pollingIntervalMs: config.pollingIntervalMs,
   });
+  // Long catch-ups of recurring timers (CONTRACT §10) run on a thread of their own.
+  const catchUps = new CatchUpThread();
   const worker = new DueTimerWorker({
     ...firing,
     calendar,
+    catchUps,
+    onCatchUpsDone: () => loop?.wake(),
     onTracked: (deadlineAtMs) => deadlineLoop.wake(deadlineAtMs),
   });
   // Prefix cancels are applied in the background, 1,000 timers per transaction (CONTRACT §10).
@@ -227,6 +232,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       stopStorageWatch();
       await commandConsumer.stop();
       await runningLoop.stop();
+      await catchUps.close();
       await deadlineLoop.stop();
       await sweeper.stop();
       await queriesAndRetention.stop();

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
+import { InProcessCatchUps } from "../../src/app/firing/in-process-catch-ups.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "../../src/app/commands/timer-command-processor.js";
 import { DeliveryDeadlineWorker } from "../../src/app/firing/delivery-deadline-worker.js";
@@ -67,6 +68,7 @@ export function describeCompletionTrackingContract(name: string, open: () => Pro
         owner: "a",
         claimTtlMs: 30_000,
         calendar,
+        catchUps: new InProcessCatchUps(calendar),
       });
       deadlineWorker = new DeliveryDeadlineWorker({
         store,

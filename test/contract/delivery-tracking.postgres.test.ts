@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
+import { InProcessCatchUps } from "../../src/app/firing/in-process-catch-ups.js";
 import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
 import { openPostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
 import { PostgresTimerRetention } from "../../src/adapters/postgres/postgres-timer-retention.js";
@@ -75,6 +76,7 @@ describe("deadline claims across instances (Postgres, CONTRACT §6 and §11)", (
         owner: "a",
         claimTtlMs: 30_000,
         calendar,
+        catchUps: new InProcessCatchUps(calendar),
       });
       await due.poll();
       const nowMs = T0 + 1_000;

@@ -598,6 +598,13 @@ describe("command rejection", () => {
     add("payload tenantId invalid", "schedule", "pt-invalid", { tenantId: "bad!" });
     add("payload tenantId missing", "cancel", "pt-missing", { tenantId: undefined });
     add("payload tenantId _unknown", "schedule", "pt-reserved", { tenantId: "_unknown" });
+    // A cron the calendar cannot evaluate from that dueAt (it overflows croner's stack) is answered on
+    // the sender's own subject, like any other rule without an occurrence.
+    add("cron with no computable occurrence from year 1", "schedule", "cron-uncomputable", {
+      dueAt: "0001-01-01T00:00:00Z",
+      repeat: { cron: "0 0 31W 2 *" },
+    });
+    add("cron that never matches", "schedule", "cron-never", { repeat: { cron: "0 0 31W 2 *", timezone: "America/Santiago" } });
     // Rule 5 before rule 6: a malformed field wins over another (valid) tenant.
     add("bad dueAt beats tenant mismatch", "schedule", "field-before-tenant", { tenantId: "someone-else", dueAt: "soon" });
     const bare = command("schedule", "bare-bad-due", {}, { dueAt: "2026-01-01 10:00" });

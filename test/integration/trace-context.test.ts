@@ -5,6 +5,7 @@ import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient, type ReceivedEvent } from "../support/timer-client.js";
 import { eventually, uniqueId } from "./integration-support.js";
+import { publishWithRawHeaders } from "../support/raw-publish.js";
 
 /**
  * W3C trace context through the service (CONTRACT §13), end to end on the built service: every
@@ -92,6 +93,36 @@ describe("trace context on events (CONTRACT §13)", () => {
     await send("schedule", "ScheduleTimer", { serviceCallId: id, dueAt: new Date(Date.now() + 300).toISOString() }, traced(traceId, "00"));
     expectContinues(await eventOf("DueTimeReached", id), traceId, "00");
     expect(await traceIdOf(id)).toBe(traceId);
+  });
+
+  it("when a command's tracestate holds a bare LF or CR, then the headers are dropped and the timer is stored and fires", async () => {
+    for (const breaker of ["\n", "\r"]) {
+      const id = uniqueId("bare-break");
+      const traceId = newTraceId();
+      const body = JSON.stringify({
+        id: `t-${++seq}`,
+        type: "ScheduleTimer",
+        tenantId: TENANT,
+        timestampMs: Date.now(),
+        payload: { tenantId: TENANT, serviceCallId: id, dueAt: new Date(Date.now() + 300).toISOString() },
+      });
+      await publishWithRawHeaders(
+        nats.url,
+        `timer.commands.schedule.${TENANT}`,
+        `traceparent: 00-${traceId}-${PRODUCER_SPAN}-01\r\ntracestate: vendor=a${breaker}b`,
+        body,
+      );
+      const due = await eventOf("DueTimeReached", id);
+      // The client library refuses the whole header block, so the command counts as untraced:
+      // its events carry a trace of the service's own.
+      expect(parts(due).traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(due.tracestate).toBeUndefined();
+      expect(
+        client.events.some(
+          (e) => e.body.type === "CommandRejected" && e.body.tenantId === TENANT && e.body.payload?.subject?.endsWith(TENANT),
+        ),
+      ).toBe(false);
+    }
   });
 
   it("DueTimeMissed continues the command's trace", async () => {

@@ -39,7 +39,7 @@ class CountingCalendar implements RecurrenceCalendar {
 }
 
 const calendar = new CronerCalendar();
-const reference = new CronerCalendar({ fixedOffsetShortcut: false });
+const reference = new CronerCalendar({ reference: true });
 
 /** Steps one occurrence at a time, up to `limit` steps: the count a catch-up must match when exact. */
 function walk(rule: Recurrence, current: Occurrence, nowMs: number, limit: number): { latest: Occurrence; skipped: number } | "beyond" {

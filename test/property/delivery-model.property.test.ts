@@ -14,6 +14,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
+import { InProcessCatchUps } from "../../src/app/firing/in-process-catch-ups.js";
 import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "../../src/app/commands/timer-command-processor.js";
@@ -250,6 +251,7 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
             owner: "a",
             claimTtlMs: 30_000,
             calendar,
+            catchUps: new InProcessCatchUps(calendar),
           }),
           deadlines: new DeliveryDeadlineWorker({
             store,

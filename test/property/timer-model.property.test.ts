@@ -28,6 +28,7 @@ import { RecordingEventPublisher } from "../support/fakes/recording-event-publis
 import { silentLogger } from "../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../support/fakes/recording-metrics.js";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
+import { InProcessCatchUps } from "../../src/app/firing/in-process-catch-ups.js";
 
 // ---------------------------------------------------------------------------------------------
 // Generated steps
@@ -581,6 +582,7 @@ class System {
       owner: "model",
       claimTtlMs: 30_000,
       calendar: new CronerCalendar(),
+      catchUps: new InProcessCatchUps(new CronerCalendar()),
     });
     // One timer per transaction: a sweep step leaves most prefix cancels half done.
     this.sweeper = new PrefixCancelSweeper({ store: this.store, clock, metrics, logger: silentLogger, batchSize: 1, idleCheckMs: 1_000 });

@@ -1,62 +1,71 @@
 import { Cron } from "croner";
 import type { RecurrenceCalendar } from "../../domain/recurrence.js";
+import { ZoneOffsets } from "./zone-offsets.js";
 
 const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
 const MAX_CRON_LENGTH = 256;
 const FALL_BACK_STEP_MS = 15 * MINUTE_MS;
-const OFFSET_SAMPLE_MS = 7 * DAY_MS;
-const FIXED_OFFSET_SPAN_MS = 366 * DAY_MS;
 /** Rules kept compiled; past this many the cache starts over (tenants rarely use more than a few). */
 const MAX_CACHED_RULES = 10_000;
+/**
+ * Spans one answer may cross: a rule that matches once in decades crosses one table chunk (about a
+ * year) per span; past this many (beyond year 9999 from year 1) there is no answer.
+ */
+const MAX_SPANS = 20_000;
 
 /**
- * Cron rules with time zones, computed by croner (docs/adr/0006-recurring-timers.md). croner walks
- * wall-clock times in the zone, so a 09:00 rule stays 09:00 across DST changes, and a local time
- * that exists twice (fall back) comes once, at its first instant. One difference to CONTRACT §10 is
- * corrected here: croner moves a local time that does not exist (spring forward) by the length of
- * the gap (02:30 → 03:30), where the contract asks for the next valid instant, the moment the clocks
- * jump (03:00). And asked from inside a repeated hour, croner can answer an instant before the one
- * asked from; such answers are skipped (the wall time had its turn in the first pass).
+ * Cron rules with time zones (docs/adr/0006-recurring-timers.md): croner matches the rule on
+ * wall-clock fields, and the zone's offsets come from a table of its changes (zone-offsets.ts), so
+ * one step costs a UTC match and an addition whatever the zone and the year. The contract's
+ * wall-clock rules (CONTRACT §10) are applied at the changes: a local time that does not exist
+ * (spring forward) fires once, at the instant the clocks jump; a local time that exists twice (fall
+ * back) fires at its first instant only. A rule croner cannot evaluate (it overflows the stack on
+ * some rules that never match) has no next time.
  */
 export class CronerCalendar implements RecurrenceCalendar {
   readonly #zoned = new Map<string, Cron>();
-  /** The same rules at a fixed UTC offset: far cheaper than croner's zone arithmetic. */
-  readonly #fixedOffset = new Map<string, Cron>();
-  /** The same rules evaluated on UTC wall-clock fields: "does this local time match?". */
+  /** The rules evaluated on UTC wall-clock fields: "does this local time match?". */
   readonly #wallClock = new Map<string, Cron>();
-  readonly #offsetFormats = new Map<string, Intl.DateTimeFormat>();
+  readonly #offsets = new ZoneOffsets();
 
-  /** `fixedOffsetShortcut: false` always asks croner's zone arithmetic (the tests' reference). */
-  constructor(private readonly options: { readonly fixedOffsetShortcut: boolean } = { fixedOffsetShortcut: true }) {}
+  /** `reference: true` asks croner's own zone arithmetic instead of the offset table (the tests' reference). */
+  constructor(private readonly options: { readonly reference: boolean } = { reference: false }) {}
 
   nextCronTime(cron: string, timezone: string, afterMs: number): number | null {
-    const shortcut = this.options.fixedOffsetShortcut ? this.#nextAtFixedOffset(cron, timezone, afterMs) : undefined;
-    return shortcut ?? this.#nextInZone(cron, timezone, afterMs);
+    try {
+      return this.options.reference ? this.#nextInZone(cron, timezone, afterMs) : this.#nextBySpans(cron, timezone, afterMs);
+    } catch {
+      return null;
+    }
   }
 
   /**
-   * The next time where the zone keeps one offset from a day before `afterMs` to a day after the
-   * answer, so that its wall clock is UTC shifted by that offset; undefined when the zone changes
-   * offset in between (or the answer is over a year away) and the zone's rules must decide. The
-   * offset is sampled weekly in between: zones change offset at most twice within months (the
-   * shortest known there-and-back, Morocco's Ramadan hour, lasts about a month). A catch-up walks up
-   * to a thousand occurrences, so each step must be cheap; croner's zone arithmetic is not.
+   * Walks the zone's offset spans from `afterMs`: within a span the next matching wall-clock time,
+   * less the span's offset, is the answer; a span that starts by repeating wall-clock times skips
+   * those that already had their turn; a match that falls into the hour a spring-forward skips
+   * fires when the clocks jump.
    */
-  #nextAtFixedOffset(cron: string, timezone: string, afterMs: number): number | null | undefined {
-    if (timezone === "UTC") return this.#job(this.#fixedOffset, cron, "0").nextRun(new Date(afterMs))?.getTime() ?? null;
-    const offsetMs = this.#offsetMs(afterMs, timezone, true);
-    if (Number.isNaN(offsetMs) || this.#offsetMs(afterMs - DAY_MS, timezone, true) !== offsetMs) return undefined;
-    const run = this.#job(this.#fixedOffset, cron, `${offsetMs / MINUTE_MS}`).nextRun(new Date(afterMs));
-    if (run === null) return undefined;
-    const runMs = run.getTime();
-    if (runMs - afterMs > FIXED_OFFSET_SPAN_MS) return undefined;
-    for (let sampleMs = afterMs + OFFSET_SAMPLE_MS; sampleMs < runMs; sampleMs += OFFSET_SAMPLE_MS) {
-      if (this.#offsetMs(sampleMs, timezone, true) !== offsetMs) return undefined;
+  #nextBySpans(cron: string, timezone: string, afterMs: number): number | null {
+    const job = this.#job(this.#wallClock, cron, "UTC");
+    let span = this.#offsets.spanAt(timezone, afterMs);
+    let fromMs = afterMs;
+    for (let spans = 0; spans < MAX_SPANS; spans++) {
+      const offsetMs = span.offsetMs;
+      let wallAfterMs = fromMs + offsetMs;
+      if (span.previousOffsetMs > offsetMs) wallAfterMs = Math.max(wallAfterMs, span.startMs + span.previousOffsetMs - 1);
+      const wall = job.nextRun(new Date(wallAfterMs));
+      if (wall === null) return null;
+      const wallMs = wall.getTime();
+      if (wallMs - offsetMs < span.endMs) return wallMs - offsetMs;
+      if (span.nextOffsetMs > offsetMs && wallMs < span.endMs + span.nextOffsetMs) return span.endMs;
+      span = this.#offsets.spanAt(timezone, span.endMs);
+      fromMs = span.startMs - 1;
     }
-    return this.#offsetMs(runMs + DAY_MS, timezone, true) === offsetMs ? runMs : undefined;
+    return null;
   }
 
+  /** croner's own zone arithmetic, corrected to the contract at spring-forward gaps and repeated hours. */
   #nextInZone(cron: string, timezone: string, afterMs: number): number | null {
     const job = this.#job(this.#zoned, cron, timezone);
     let from = afterMs;
@@ -74,7 +83,7 @@ export class CronerCalendar implements RecurrenceCalendar {
       const jump = this.#gapBefore(runMs, timezone);
       if (
         jump === undefined ||
-        !this.#job(this.#wallClock, cron, "UTC").match(new Date(runMs + this.#offsetMs(runMs, timezone) - jump.gapMs))
+        !this.#job(this.#wallClock, cron, "UTC").match(new Date(runMs + this.#offsets.offsetAt(timezone, runMs) - jump.gapMs))
       ) {
         return runMs;
       }
@@ -108,9 +117,9 @@ export class CronerCalendar implements RecurrenceCalendar {
     let job = cache.get(key);
     if (job === undefined) {
       if (cache.size >= MAX_CACHED_RULES) cache.clear();
-      // legacyMode (the default): day-of-month OR day-of-week, as in Vixie cron. The fixed-offset
-      // cache keys its rules by the offset in minutes instead of a zone name.
-      const zone = cache === this.#fixedOffset ? { utcOffset: Number(timezone) } : { timezone };
+      // legacyMode (the default): day-of-month OR day-of-week, as in Vixie cron. UTC as an offset:
+      // croner's zone arithmetic costs ten times more and adds nothing there.
+      const zone = timezone === "UTC" ? { utcOffset: 0 } : { timezone };
       job = new Cron(cron, { ...zone, mode: "5-part", paused: true });
       cache.set(key, job);
     }
@@ -122,35 +131,18 @@ export class CronerCalendar implements RecurrenceCalendar {
    * when the clocks jumped, and by how much. Undefined otherwise.
    */
   #gapBefore(ms: number, timezone: string): { atMs: number; gapMs: number } | undefined {
-    const after = this.#offsetMs(ms, timezone);
-    const gapMs = after - this.#offsetMs(ms - DAY_MS, timezone);
+    const after = this.#offsets.offsetAt(timezone, ms);
+    const gapMs = after - this.#offsets.offsetAt(timezone, ms - DAY_MS);
     if (gapMs <= 0) return undefined;
     // Offsets change on whole minutes: binary search for the first minute with the new offset.
     let lo = Math.floor((ms - DAY_MS) / MINUTE_MS);
     let hi = Math.floor(ms / MINUTE_MS);
     while (hi - lo > 1) {
       const mid = Math.floor((lo + hi) / 2);
-      if (this.#offsetMs(mid * MINUTE_MS, timezone) === after) hi = mid;
+      if (this.#offsets.offsetAt(timezone, mid * MINUTE_MS) === after) hi = mid;
       else lo = mid;
     }
     const atMs = hi * MINUTE_MS;
     return ms < atMs + gapMs ? { atMs, gapMs } : undefined;
-  }
-
-  /**
-   * The zone's UTC offset at `ms`, in whole minutes as milliseconds; `wholeMinutes` asks for NaN
-   * instead when the offset has seconds (local mean time before standard time, until 1972 in places).
-   */
-  #offsetMs(ms: number, timezone: string, wholeMinutes = false): number {
-    let format = this.#offsetFormats.get(timezone);
-    if (format === undefined) {
-      format = new Intl.DateTimeFormat("en-US", { timeZone: timezone, timeZoneName: "longOffset" });
-      this.#offsetFormats.set(timezone, format);
-    }
-    const name = format.formatToParts(ms).find((part) => part.type === "timeZoneName")?.value ?? "GMT";
-    const m = /GMT([+-])(\d{2}):?(\d{2})?(:\d{2})?/.exec(name);
-    if (m === null) return 0;
-    if (wholeMinutes && m[4] !== undefined) return Number.NaN;
-    return (m[1] === "-" ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3] ?? 0)) * MINUTE_MS;
   }
 }

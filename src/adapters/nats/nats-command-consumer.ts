@@ -203,7 +203,7 @@ class JetStreamDeliveredCommand implements DeliveredCommand {
 
   /** The W3C trace context of the message's headers (CONTRACT §13); read once, by the decoder. */
   get trace(): TraceContext | undefined {
-    return traceFromHeaders(this.message.headers);
+    return traceFromHeaders(this.message);
   }
 }
 

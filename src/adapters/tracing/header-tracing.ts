@@ -1,6 +1,7 @@
 import type { TraceContext } from "../../domain/trace-context.js";
 import type { CommandSpan, TimerSpanAttributes, TimerTracing, TraceHeaders } from "../../app/timer-tracing.js";
 import { formatTraceparent, randomSpanId, randomTraceId } from "./trace-ids.js";
+import { isCarriableTraceState } from "./nats-trace-headers.js";
 
 /** New traces are marked sampled, so that a consumer records what the service started. */
 const SAMPLED = 1;
@@ -31,5 +32,8 @@ export class HeaderTracing implements TimerTracing {
 
 export function eventHeaders(trace: TraceContext, spanId: string): TraceHeaders {
   const traceparent = formatTraceparent(trace.traceId, spanId, trace.traceFlags);
-  return trace.traceState === null ? { traceparent } : { traceparent, tracestate: trace.traceState };
+  // A stored tracestate that a header cannot carry is left off rather than failing the publish.
+  return trace.traceState === null || !isCarriableTraceState(trace.traceState)
+    ? { traceparent }
+    : { traceparent, tracestate: trace.traceState };
 }

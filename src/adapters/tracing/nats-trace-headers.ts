@@ -22,19 +22,35 @@ export const recordHeaderSetter: TextMapSetter<Record<string, string>> = {
 export const w3cPropagator = new W3CTraceContextPropagator();
 
 /**
+ * Whether `tracestate` can travel on the service's events as it came: a NATS header value, within
+ * the W3C limit. W3C allows printable ASCII only; a value with anything else (a bare CR or LF) is
+ * dropped rather than cut or escaped.
+ */
+export function isCarriableTraceState(value: string): boolean {
+  return value.length <= MAX_TRACESTATE_LENGTH && /^[\x20-\x7e]*$/.test(value);
+}
+
+/**
  * The trace context of a command's headers (CONTRACT §13), or undefined when it has no valid
  * `traceparent` (wrong version or length, upper-case hex, all-zero ids: ignored, never rejected).
- * `tracestate` is kept as it came, not as the propagator would re-serialize it.
+ * `tracestate` is kept as it came, not as the propagator would re-serialize it, unless it cannot be
+ * carried. Headers that cannot be read at all count as none: a header never costs a command.
  */
-export function traceFromHeaders(headers: MsgHdrs | undefined): TraceContext | undefined {
-  if (headers === undefined || !headers.has("traceparent")) return undefined;
-  const span = trace.getSpanContext(w3cPropagator.extract(ROOT_CONTEXT, headers, natsHeaderGetter));
-  if (span === undefined) return undefined;
-  const traceState = headers.has("tracestate") ? headers.get("tracestate") : "";
-  return {
-    traceId: span.traceId,
-    traceFlags: span.traceFlags,
-    traceState: traceState === "" || traceState.length > MAX_TRACESTATE_LENGTH ? null : traceState,
-    spanId: span.spanId,
-  };
+export function traceFromHeaders(message: { readonly headers?: MsgHdrs | undefined }): TraceContext | undefined {
+  try {
+    // Headers are parsed when first read; a block the client cannot parse throws there.
+    const headers = message.headers;
+    if (headers === undefined || !headers.has("traceparent")) return undefined;
+    const span = trace.getSpanContext(w3cPropagator.extract(ROOT_CONTEXT, headers, natsHeaderGetter));
+    if (span === undefined) return undefined;
+    const traceState = headers.has("tracestate") ? headers.get("tracestate") : "";
+    return {
+      traceId: span.traceId,
+      traceFlags: span.traceFlags,
+      traceState: traceState === "" || !isCarriableTraceState(traceState) ? null : traceState,
+      spanId: span.spanId,
+    };
+  } catch {
+    return undefined;
+  }
 }

@@ -10,7 +10,8 @@ import type { CommandType, TimerMetrics } from "../timer-metrics.js";
 import type { TimerStore } from "../timer-store.js";
 import type { CommandSpan, TimerSpanAttributes, TimerTracing } from "../timer-tracing.js";
 import { rejectionId, type CommandDecoder, type RawCommand } from "./command-decoder.js";
-import { UNKNOWN_TENANT } from "./command-text.js";
+import { isTenantId, UNKNOWN_TENANT } from "./command-text.js";
+import { parseCommandSubject } from "../subjects.js";
 import { doublingBackoffMs } from "../doubling-backoff.js";
 import { mapInSlices } from "../in-slices.js";
 
@@ -179,14 +180,16 @@ export class TimerCommandProcessor {
     try {
       return this.deps.decoder.decode(message);
     } catch (error) {
-      // A decoder bug must not stop the consumer: the message is refused like malformed input.
+      // A decoder bug must not stop the consumer: the message is refused like malformed input,
+      // on its own tenant's subject when the subject names one, so that its sender hears of it.
       this.deps.logger.error({ err: error, subject: message.subject }, "command decoder failed");
+      const { tenantToken } = parseCommandSubject("", message.subject);
       return {
         ok: false,
         type: "unknown",
         rejection: {
           id: rejectionId(message.sourceId),
-          tenant: UNKNOWN_TENANT,
+          tenant: isTenantId(tenantToken) ? tenantToken : UNKNOWN_TENANT,
           code: "INVALID_ENVELOPE",
           reason: "message could not be decoded",
           subject: message.subject,

@@ -23,6 +23,12 @@ const PIPELINE_DEPTH = 8;
  * recurring-load target (≤ 50 ms at 10,000 occurrences/s); below 200/s every due time gets its own wake-up.
  */
 const SUSTAINED_SPACING = { minSpacingMs: 10, sustainedPerSecond: 200 };
+/**
+ * While what is due waits only in tenants' catch-up lanes, polls look for other tenants' timers this
+ * often (a lane that empties wakes the loop at once): the earliest due time is then a lane's, so it
+ * cannot time the next poll.
+ */
+const LANE_RECHECK_MS = 50;
 
 /**
  * Runs the worker's polls for as long as the service runs. It polls again at once while polls come
@@ -45,7 +51,15 @@ export class DueTimerLoop extends PollingLoop {
     const found = await this.pollUntilDrained();
     this.spacing.recordPoll(startedAtMs, found);
     if (this.stopped) return 0;
-    return this.spacing.delayMs(await this.nextDelayMs(), clock.now());
+    const delayMs = await this.nextDelayMs();
+    const waitingForLanes = found === 0 && this.deps.worker.catchUpsInProgress > 0;
+    return this.spacing.delayMs(waitingForLanes ? Math.max(delayMs, LANE_RECHECK_MS) : delayMs, clock.now());
+  }
+
+  /** Stops after the cycle in hand and the catch-up groups being fired. */
+  override async stop(): Promise<void> {
+    await super.stop();
+    await this.deps.worker.stopCatchUps();
   }
 
   /**

@@ -8,6 +8,9 @@ import type { TimerEventPublisher } from "../timer-event-publisher.js";
 import type { DueCursor, DueTimer } from "../timer-store.js";
 import { advanceDueCursor } from "./fair-due-selection.js";
 import { mapInSlices } from "../in-slices.js";
+import { BudgetedCalendar, CatchUpTooLong } from "./budgeted-calendar.js";
+import type { CatchUpCalculator } from "./catch-up-calculator.js";
+import { CatchUpLanes } from "./catch-up-lanes.js";
 
 /** What a poll read: whether the batch was full, and the chain's cursor after its timers. */
 export interface PollRead {
@@ -33,6 +36,10 @@ export interface PollReport {
 export interface DueTimerWorkerDeps extends FiringWorkerDeps {
   /** Next occurrences of cron rules. */
   readonly calendar: RecurrenceCalendar;
+  /** Decides the firings whose catch-up takes more than `CATCH_UP_STEPS_IN_POLL` calendar steps. */
+  readonly catchUps: CatchUpCalculator;
+  /** A tenant's long catch-ups are done: its later due timers can be polled again. */
+  readonly onCatchUpsDone?: () => void;
   /** Told the completion time-out of a timer that became `Fired` (CONTRACT §11). */
   readonly onTracked?: (deadlineAtMs: number) => void;
 }
@@ -42,6 +49,16 @@ interface DueFiring {
   readonly timer: DueTimer;
   readonly firing: FiringDecision;
 }
+
+/**
+ * Calendar steps a firing may take inside a poll: a recurring timer a few occurrences behind
+ * catches up there. One with a longer catch-up (a cron rule in a zone with DST changes, due since
+ * long ago: about a thousand steps) goes to its tenant's catch-up lane, and so do that tenant's
+ * later due timers, so that the poll fires everybody else's timers meanwhile (CONTRACT §10, §12).
+ */
+const CATCH_UP_STEPS_IN_POLL = 32;
+/** Timers one tenant's catch-up lane holds: its group fires well within a claim's time to live. */
+const CATCH_UP_LANE_CAPACITY = 100;
 
 /**
  * One poll of the due-timer worker: claim due timers (fairly across tenants, each tenant's oldest
@@ -55,7 +72,28 @@ interface DueFiring {
  * for them to expire.
  */
 export class DueTimerWorker {
-  constructor(private readonly deps: DueTimerWorkerDeps) {}
+  readonly #budget: BudgetedCalendar;
+  readonly #lanes: CatchUpLanes;
+
+  constructor(private readonly deps: DueTimerWorkerDeps) {
+    this.#budget = new BudgetedCalendar(deps.calendar, CATCH_UP_STEPS_IN_POLL);
+    this.#lanes = new CatchUpLanes({
+      capacity: CATCH_UP_LANE_CAPACITY,
+      fire: (timers) => this.fireCatchUps(timers),
+      onDrained: () => deps.onCatchUpsDone?.(),
+      logger: deps.logger,
+    });
+  }
+
+  /** Timers waiting in tenants' catch-up lanes. */
+  get catchUpsInProgress(): number {
+    return this.#lanes.size;
+  }
+
+  /** Stops taking timers into catch-up lanes and waits for the groups being fired. */
+  stopCatchUps(): Promise<void> {
+    return this.#lanes.stop();
+  }
 
   /** One poll; resolves when its publishes and marks are done. */
   poll(after?: DueCursor): Promise<PollReport> {
@@ -71,14 +109,17 @@ export class DueTimerWorker {
     const { store, clock, batchSize, owner, claimTtlMs } = this.deps;
     const startedAt = performance.now();
     const nowMs = clock.now();
+    // Tenants with a catch-up lane are read from after what their lane holds.
+    const lanes = this.#lanes.positions();
+    const from = lanes === undefined ? after : new Map([...(after ?? []), ...lanes]);
     const due = store.claimDue({
       nowMs,
       limit: batchSize,
       owner,
       leaseUntilMs: nowMs + claimTtlMs,
-      ...(after === undefined ? {} : { after }),
+      ...(from === undefined ? {} : { after: from }),
     });
-    const read = due.then((timers): PollRead => ({ full: timers.length === batchSize, last: advanceDueCursor(after, timers) }));
+    const read = due.then((timers): PollRead => ({ full: timers.length === batchSize, last: advanceDueCursor(from, timers) }));
     const done = due.then((timers) => this.publishAndMark(timers, nowMs, startedAt));
     // A failed read surfaces through both promises; callers may await only one of them.
     read.catch(() => undefined);
@@ -86,12 +127,62 @@ export class DueTimerWorker {
     return { read, done };
   }
 
-  private async publishAndMark(due: readonly DueTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
-    const { store, clock, metrics, batchSize, owner, calendar } = this.deps;
-    const fired = await mapInSlices(due, DECISION_SLICE_MS, (timer): DueFiring => ({
-      timer,
-      firing: decideFiring(timer, nowMs, calendar, timer.prefixCancelTs),
-    }));
+  private async publishAndMark(claimed: readonly DueTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
+    const { clock, metrics, batchSize } = this.deps;
+    const lanes = this.#lanes;
+    const due = lanes.size === 0 ? claimed : claimed.filter((timer) => !lanes.holds(timer));
+    const decided = await mapInSlices(due, DECISION_SLICE_MS, (timer): DueFiring | undefined => {
+      // Behind a catch-up of its tenant, a timer waits its turn in the tenant's lane (oldest first).
+      if (lanes.busy(timer.tenantId)) {
+        lanes.add(timer);
+        return undefined;
+      }
+      const firing = this.decideInPoll(timer, nowMs);
+      if (firing === undefined) lanes.add(timer);
+      return firing === undefined ? undefined : { timer, firing };
+    });
+    const fired = decided.filter((f): f is DueFiring => f !== undefined);
+    const { published, failed, marked } = await this.publishAndRecord(fired, nowMs);
+    metrics.pollCompleted((performance.now() - startedAt) / 1000, clock.now());
+    return { found: due.length, published, failed, marked, full: claimed.length === batchSize };
+  }
+
+  /** What firing `timer` produces, or undefined when its catch-up is too long for a poll. */
+  private decideInPoll(timer: DueTimer, nowMs: number): FiringDecision | undefined {
+    try {
+      return decideFiring(timer, nowMs, this.#budget.fresh(), timer.prefixCancelTs);
+    } catch (error) {
+      if (error instanceof CatchUpTooLong) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Fires one group of a tenant's catch-up lane, in order: each long catch-up decided by the
+   * catch-up calculator, the others here, each at the time it is decided.
+   */
+  private async fireCatchUps(timers: readonly DueTimer[]): Promise<void> {
+    const { clock, logger, catchUps } = this.deps;
+    const fired: DueFiring[] = [];
+    for (const timer of timers) {
+      const nowMs = clock.now();
+      try {
+        const firing = this.decideInPoll(timer, nowMs) ?? (await catchUps.decide(timer, nowMs, timer.prefixCancelTs));
+        fired.push({ timer, firing });
+      } catch (error) {
+        // Left Scheduled: a later poll tries it again.
+        logger.error({ err: error, tenantId: timer.tenantId, serviceCallId: timer.serviceCallId }, "catch-up of a recurring timer failed");
+      }
+    }
+    await this.publishAndRecord(fired, clock.now());
+  }
+
+  /** Publishes the events of `fired`, then records what became of the timers, in one transaction. */
+  private async publishAndRecord(
+    fired: readonly DueFiring[],
+    nowMs: number,
+  ): Promise<{ readonly published: number; readonly failed: number; readonly marked: number }> {
+    const { store, metrics, owner } = this.deps;
     const toPublish = fired.filter((f) => f.firing.kind !== "cancelled");
     const { published, failed } = await publishClaimed(
       toPublish,
@@ -128,11 +219,12 @@ export class DueTimerWorker {
       if (missed > 0) metrics.timersMissed(missed);
       if (ended > 0) metrics.addPending(-ended);
     }
-    metrics.pollCompleted((performance.now() - startedAt) / 1000, clock.now());
-    return { found: due.length, published: published.length, failed, marked, full: due.length === batchSize };
+    return { published: published.length, failed, marked };
   }
 
-  private publishOne(publisher: TimerEventPublisher, { timer, firing }: DueFiring, nowMs: number): Promise<void> {
+  private publishOne(publisher: TimerEventPublisher, { timer, firing }: DueFiring, pollNowMs: number): Promise<void> {
+    // A firing decided in a catch-up lane carries its own time.
+    const nowMs = firing.next.reachedAtMs ?? pollNowMs;
     const { tenantId, serviceCallId, generation, data, correlationId } = timer;
     const occurrence = firing.occurrence === null ? {} : { occurrence: firing.occurrence };
     if (firing.kind === "missed") {

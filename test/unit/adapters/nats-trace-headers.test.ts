@@ -11,7 +11,7 @@ function read(traceparent: string | undefined, tracestate?: string) {
   const h = headers();
   if (traceparent !== undefined) h.set("traceparent", traceparent);
   if (tracestate !== undefined) h.set("tracestate", tracestate);
-  return traceFromHeaders(h);
+  return traceFromHeaders({ headers: h });
 }
 
 describe("traceparent of a command", () => {
@@ -46,8 +46,33 @@ describe("traceparent of a command", () => {
 
   it("ignores tracestate without a valid traceparent, and none at all", () => {
     expect(read(undefined, "congo=t61rcWkgMzE")).toBeUndefined();
-    expect(traceFromHeaders(undefined)).toBeUndefined();
-    expect(traceFromHeaders(headers())).toBeUndefined();
+    expect(traceFromHeaders({})).toBeUndefined();
+    expect(traceFromHeaders({ headers: headers() })).toBeUndefined();
+  });
+
+  it("when the headers cannot be parsed, then the command has no trace of its own (never a failure)", () => {
+    const unreadable = {
+      get headers(): never {
+        throw new Error("malformed header block");
+      },
+    };
+    expect(traceFromHeaders(unreadable)).toBeUndefined();
+  });
+
+  it("when tracestate holds a character a header cannot carry (a bare CR or LF), then it is dropped and the trace kept", () => {
+    const h = headers();
+    h.set("traceparent", `00-${TRACE_ID}-${SPAN_ID}-01`);
+    const carrier = {
+      headers: {
+        has: (k: string) => h.has(k) || k === "tracestate",
+        get: (k: string) => (k === "tracestate" ? "a=b\nc" : h.get(k)),
+        keys: () => [...h.keys(), "tracestate"],
+      },
+    };
+    expect(traceFromHeaders(carrier as never)).toMatchObject({ traceId: TRACE_ID, traceState: null });
+    expect(eventHeaders({ traceId: TRACE_ID, traceFlags: 1, traceState: "a=b\rc", spanId: null }, SPAN_ID)).toEqual({
+      traceparent: `00-${TRACE_ID}-${SPAN_ID}-01`,
+    });
   });
 
   it("drops a tracestate over the W3C limit of 512 characters", () => {

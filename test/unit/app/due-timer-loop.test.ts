@@ -11,6 +11,7 @@ import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
 import { DelegatingTimerStore } from "../../support/fakes/delegating-timer-store.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
+import { InProcessCatchUps } from "../../../src/app/firing/in-process-catch-ups.js";
 
 // Captured before the timers are faked: one real macrotask turn runs every pending microtask, i.e.
 // everything the loop can do without a (fake) timer firing.
@@ -75,6 +76,7 @@ describe("DueTimerLoop (fake timers)", () => {
       owner: "test",
       claimTtlMs: 30_000,
       calendar: new CronerCalendar(),
+      catchUps: new InProcessCatchUps(new CronerCalendar()),
     });
     return new DueTimerLoop({ worker, store, clock: dateClock, logger, pollingIntervalMs: INTERVAL });
   }

@@ -9,6 +9,7 @@ import { RecordingEventPublisher } from "../../support/fakes/recording-event-pub
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
+import { InProcessCatchUps } from "../../../src/app/firing/in-process-catch-ups.js";
 
 const key = (serviceCallId: string, tenantId = "acme"): TimerKey => ({ tenantId, serviceCallId });
 
@@ -31,6 +32,7 @@ describe("DueTimerWorker.poll", () => {
       owner: "test",
       claimTtlMs: 30_000,
       calendar: new CronerCalendar(),
+      catchUps: new InProcessCatchUps(new CronerCalendar()),
     });
 
   async function apply(...commands: TimerCommand[]): Promise<void> {

@@ -5,6 +5,7 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
+import { InProcessCatchUps } from "../../../src/app/firing/in-process-catch-ups.js";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { CommandDecoder } from "../../../src/app/commands/command-decoder.js";
 import { PrefixCancelSweeper } from "../../../src/app/commands/prefix-cancel-sweeper.js";
@@ -47,6 +48,7 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
       owner: "test",
       claimTtlMs: 30_000,
       calendar,
+      catchUps: new InProcessCatchUps(calendar),
     });
     sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger: silentLogger, batchSize: 2, idleCheckMs: 1_000 });
     ts = 0;
