@@ -129,6 +129,51 @@ describe("a command cannot stall the service", () => {
     expect(health.slowestMs, "/healthz answered within 1 s").toBeLessThan(1_000);
   }, 90_000);
 
+  it("when one tenant sends 100 weekly crons in a zone with DST due since year 1, then each is caught up in one event while another tenant's timers fire on time and /healthz answers", async () => {
+    harness = await startFaultHarness({ TIMER_POLLING_INTERVAL: "1000" });
+    const { client, service } = harness;
+    const probe = probeHealth(service.baseUrl);
+
+    const firstOtherDueMs = Date.now() + 2_000;
+    const costly = Array.from({ length: 100 }, (_, i) => `santiago-${i}`);
+    for (const serviceCallId of costly) {
+      await client.publishRaw(
+        `timer.commands.schedule.${HOSTILE}`,
+        envelope(HOSTILE, "ScheduleTimer", {
+          serviceCallId,
+          dueAt: "0001-01-01T00:00:00Z",
+          repeat: { cron: "30 2 * * 0", timezone: "America/Santiago" },
+        }),
+      );
+    }
+    for (let i = 0; i < 20; i++) {
+      const dueAt = new Date(firstOtherDueMs + i * 100).toISOString();
+      await client.publishRaw(`timer.commands.schedule.${OTHER}`, envelope(OTHER, "ScheduleTimer", { serviceCallId: `b-${i}`, dueAt }));
+    }
+
+    await waitUntil(
+      () => costly.every((id) => eventsOf(client.events, HOSTILE, id).length >= 1),
+      60_000,
+      `the 100 catch-ups (${costly.filter((id) => eventsOf(client.events, HOSTILE, id).length >= 1).length} so far)`,
+    );
+    await waitUntil(
+      () => Array.from({ length: 20 }, (_, i) => eventsOf(client.events, OTHER, `b-${i}`).length).every((n) => n === 1),
+      15_000,
+      "the other tenant's 20 timers",
+    );
+    for (const id of costly) {
+      const events = eventsOf(client.events, HOSTILE, id);
+      expect(events, `${id}: one catch-up event`).toHaveLength(1);
+      expect(events[0]!.body.payload).toMatchObject({ missedOccurrencesCapped: true });
+      expect(events[0]!.body.payload.missedOccurrences).toBeGreaterThan(1_000);
+    }
+    const otherLateness = Array.from({ length: 20 }, (_, i) => eventsOf(client.events, OTHER, `b-${i}`)[0]!.body.payload.lateMs as number);
+    expect(Math.max(...otherLateness), "the other tenant fires on time").toBeLessThan(1_000);
+    const health = await probe.stop();
+    expect(health.failures).toBe(0);
+    expect(health.slowestMs, "/healthz answered within 1 s").toBeLessThan(1_000);
+  }, 120_000);
+
   it("when data nests 8,000 levels deep, then the command is rejected INVALID_FIELD and queries over NATS and HTTP answer", async () => {
     harness = await startFaultHarness({ TIMER_ADMIN_TOKEN: ADMIN_TOKEN });
     const { client, service } = harness;
