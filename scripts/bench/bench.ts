@@ -50,6 +50,7 @@ import { instances } from "./scenarios/instances.js";
 import { deliveryOverhead } from "./scenarios/delivery-overhead.js";
 import { traceOverhead } from "./scenarios/trace-overhead.js";
 import { catchUp } from "./scenarios/catch-up.js";
+import { catchUpFlood } from "./scenarios/catch-up-flood.js";
 import { manyTenants, noisyNeighbour, queryFlood } from "./scenarios/fairness.js";
 import { peers } from "./peers/peers.js";
 import { commandFlood, cpuPerItem } from "./scenarios/command-flood.js";
@@ -59,6 +60,7 @@ type Scenario = (ctx: BenchContext) => Promise<Record<string, unknown>>;
 const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: boolean; peersFlag?: boolean }[] = [
   { name: "rawCeiling", run: rawCeiling, timeoutMs: 10 * 60_000 },
   { name: "catchUp", run: catchUp, timeoutMs: 5 * 60_000 },
+  { name: "catchUpFlood", run: catchUpFlood, timeoutMs: 20 * 60_000 },
   // Includes the backlog drain against v1 (commit f91ce85, built once into bench-results/).
   { name: "ingest", run: ingest, timeoutMs: 30 * 60_000 },
   { name: "burst", run: burst, timeoutMs: 15 * 60_000 },
@@ -204,6 +206,22 @@ const TARGETS: Target[] = [
     target: 100,
     unit: "ms",
   },
+  {
+    name: "100 costly catch-ups: other tenant late, max",
+    path: "catchUpFlood.hundred.quietLatenessMs.max",
+    op: "<=",
+    target: 1000,
+    unit: "ms",
+  },
+  { name: "100 costly catch-ups: /healthz, max", path: "catchUpFlood.hundred.healthzMs.max", op: "<=", target: 200, unit: "ms" },
+  {
+    name: "1,000 costly catch-ups: other tenant late, max",
+    path: "catchUpFlood.thousand.quietLatenessMs.max",
+    op: "<=",
+    target: 1000,
+    unit: "ms",
+  },
+  { name: "1,000 costly catch-ups: /healthz, max", path: "catchUpFlood.thousand.healthzMs.max", op: "<=", target: 200, unit: "ms" },
   { name: "100k burst, last event after due", path: "burst.seconds", op: "<=", target: 5, unit: "s", scalesWithCount: true },
   { name: "ingest, empty store", path: "ingest.empty.commandsPerSec", op: ">=", target: 30_000, unit: "/s" },
   { name: "ingest, 1M pending", path: "ingest.pending1M.commandsPerSec", op: ">=", target: 15_000, unit: "/s" },

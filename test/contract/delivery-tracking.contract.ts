@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../src/app/firing/in-process-catch-ups.js";
+import { InProcessCatchUps } from "../support/fakes/in-process-catch-ups.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "../../src/app/commands/timer-command-processor.js";
 import { DeliveryDeadlineWorker } from "../../src/app/firing/delivery-deadline-worker.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../src/app/firing/in-process-catch-ups.js";
+import { InProcessCatchUps } from "../support/fakes/in-process-catch-ups.js";
 import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
 import { openPostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
 import { PostgresTimerRetention } from "../../src/adapters/postgres/postgres-timer-retention.js";

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../src/app/firing/in-process-catch-ups.js";
+import { InProcessCatchUps } from "../support/fakes/in-process-catch-ups.js";
 import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "../../src/app/commands/timer-command-processor.js";

@@ -28,7 +28,7 @@ import { RecordingEventPublisher } from "../support/fakes/recording-event-publis
 import { silentLogger } from "../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../support/fakes/recording-metrics.js";
 import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../src/app/firing/in-process-catch-ups.js";
+import { InProcessCatchUps } from "../support/fakes/in-process-catch-ups.js";
 
 // ---------------------------------------------------------------------------------------------
 // Generated steps

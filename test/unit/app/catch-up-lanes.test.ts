@@ -9,7 +9,7 @@ import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-stor
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
 import { DueTimerWorker } from "../../../src/app/firing/due-timer-worker.js";
 import type { CatchUpCalculator } from "../../../src/app/firing/catch-up-calculator.js";
-import { InProcessCatchUps } from "../../../src/app/firing/in-process-catch-ups.js";
+import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 import { firstOccurrenceAt, type Recurrence } from "../../../src/domain/recurrence.js";
 import type { FiringDecision, FiringTimer } from "../../../src/domain/firing-rules.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";

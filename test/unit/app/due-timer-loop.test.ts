@@ -11,7 +11,7 @@ import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
 import { DelegatingTimerStore } from "../../support/fakes/delegating-timer-store.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../../src/app/firing/in-process-catch-ups.js";
+import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 
 // Captured before the timers are faked: one real macrotask turn runs every pending microtask, i.e.
 // everything the loop can do without a (fake) timer firing.

@@ -9,7 +9,7 @@ import { RecordingEventPublisher } from "../../support/fakes/recording-event-pub
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../../src/app/firing/in-process-catch-ups.js";
+import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 
 const key = (serviceCallId: string, tenantId = "acme"): TimerKey => ({ tenantId, serviceCallId });
 

@@ -5,7 +5,7 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../../src/app/firing/in-process-catch-ups.js";
+import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { CommandDecoder } from "../../../src/app/commands/command-decoder.js";
 import { PrefixCancelSweeper } from "../../../src/app/commands/prefix-cancel-sweeper.js";
