@@ -134,7 +134,14 @@ describe("a command cannot stall the service", () => {
     const { client, service } = harness;
     const probe = probeHealth(service.baseUrl);
 
+    // The other tenant's timers are stored first, due from 2 s on: the costly commands then arrive
+    // and fall due at once, while the other tenant's timers fall due one by one.
     const firstOtherDueMs = Date.now() + 2_000;
+    for (let i = 0; i < 20; i++) {
+      const dueAt = new Date(firstOtherDueMs + i * 100).toISOString();
+      await client.publishRaw(`timer.commands.schedule.${OTHER}`, envelope(OTHER, "ScheduleTimer", { serviceCallId: `b-${i}`, dueAt }));
+    }
+
     const costly = Array.from({ length: 100 }, (_, i) => `santiago-${i}`);
     for (const serviceCallId of costly) {
       await client.publishRaw(
@@ -146,11 +153,6 @@ describe("a command cannot stall the service", () => {
         }),
       );
     }
-    for (let i = 0; i < 20; i++) {
-      const dueAt = new Date(firstOtherDueMs + i * 100).toISOString();
-      await client.publishRaw(`timer.commands.schedule.${OTHER}`, envelope(OTHER, "ScheduleTimer", { serviceCallId: `b-${i}`, dueAt }));
-    }
-
     await waitUntil(
       () => costly.every((id) => eventsOf(client.events, HOSTILE, id).length >= 1),
       60_000,
