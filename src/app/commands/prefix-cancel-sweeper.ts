@@ -4,6 +4,7 @@ import type { Logger } from "../logger.js";
 import type { TimerMetrics } from "../timer-metrics.js";
 import type { PrefixCancelSweep, TimerStore } from "../timer-store.js";
 import { nextTurn } from "../in-slices.js";
+import { PollingLoop } from "../polling-loop.js";
 
 export interface PrefixCancelSweeperDeps {
   readonly store: TimerStore;
@@ -37,34 +38,9 @@ export interface SweepReport {
  * a timer, the command rules and the firing rule treat it as cancelled already (the store reports
  * the matching prefix cancel with it), so the sweep only makes that durable in the rows.
  */
-export class PrefixCancelSweeper {
-  #running: Promise<void> | undefined;
-  #stopped = false;
-  #wakeRequested = false;
-  #sleepTimer: NodeJS.Timeout | undefined;
-  #endSleep: (() => void) | undefined;
-
-  constructor(private readonly deps: PrefixCancelSweeperDeps) {}
-
-  start(): void {
-    if (this.#running !== undefined) return;
-    this.#stopped = false;
-    this.#running = this.#run();
-  }
-
-  /** A prefix cancel was recorded: sweep now. */
-  wake(): void {
-    this.#wakeRequested = true;
-    if (this.#sleepTimer !== undefined) clearTimeout(this.#sleepTimer);
-    this.#endSleep?.();
-  }
-
-  /** Stops after the batch in hand. */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.wake();
-    await this.#running;
-    this.#running = undefined;
+export class PrefixCancelSweeper extends PollingLoop {
+  constructor(private readonly deps: PrefixCancelSweeperDeps) {
+    super(deps.clock, deps.idleCheckMs);
   }
 
   /** One batch for each unfinished prefix cancel. */
@@ -74,7 +50,7 @@ export class PrefixCancelSweeper {
     let changed = 0;
     let left = 0;
     for (const cancel of unfinished) {
-      if (this.#stopped) return { changed, unfinished: unfinished.length };
+      if (this.stopped) return { changed, unfinished: unfinished.length };
       const { decisions, done } = await store.sweepPrefixCancel(cancel, batchSize, (current, command, context) =>
         decideCommand(current, command, clock.now(), context),
       );
@@ -101,24 +77,14 @@ export class PrefixCancelSweeper {
     }
   }
 
-  async #run(): Promise<void> {
-    while (!this.#stopped) {
-      this.#wakeRequested = false;
-      let delayMs = this.deps.idleCheckMs;
-      try {
-        const report = await this.sweepRound();
-        if (report.unfinished > 0) delayMs = 0;
-      } catch (error) {
-        this.deps.logger.error({ err: error }, "prefix cancel sweep failed; retrying");
-        delayMs = FAILURE_BACKOFF_MS;
-      }
-      if (this.#stopped || this.#wakeRequested) continue;
-      await new Promise<void>((resolve) => {
-        this.#endSleep = resolve;
-        this.#sleepTimer = setTimeout(resolve, delayMs);
-      });
-      this.#endSleep = undefined;
-      this.#sleepTimer = undefined;
+  /** One round; at once again while prefix cancels are unfinished, else after the idle check time. */
+  protected async cycle(): Promise<number> {
+    try {
+      const report = await this.sweepRound();
+      return report.unfinished > 0 ? 0 : this.deps.idleCheckMs;
+    } catch (error) {
+      this.deps.logger.error({ err: error }, "prefix cancel sweep failed; retrying");
+      return FAILURE_BACKOFF_MS;
     }
   }
 

@@ -3,7 +3,7 @@ import type { Logger } from "../logger.js";
 import type { TimerStore } from "../timer-store.js";
 import type { DeliveryDeadlineWorker } from "./delivery-deadline-worker.js";
 import { failedPollBackoffMs } from "./failure-backoff.js";
-import { PollingLoop } from "./polling-loop.js";
+import { PollingLoop } from "../polling-loop.js";
 
 export interface DeliveryDeadlineLoopDeps {
   readonly worker: DeliveryDeadlineWorker;

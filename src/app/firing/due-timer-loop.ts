@@ -4,7 +4,7 @@ import type { DueCursor, TimerStore } from "../timer-store.js";
 import type { DueTimerWorker, PollReport } from "./due-timer-worker.js";
 import { failedPollBackoffMs } from "./failure-backoff.js";
 import { PollSpacing } from "./poll-spacing.js";
-import { PollingLoop } from "./polling-loop.js";
+import { PollingLoop } from "../polling-loop.js";
 
 export interface DueTimerLoopDeps {
   readonly worker: DueTimerWorker;

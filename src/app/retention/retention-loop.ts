@@ -1,6 +1,7 @@
 import { doublingBackoffMs } from "../doubling-backoff.js";
 import type { Logger } from "../logger.js";
 import { sweepRetention, type RetentionSweepDeps, type SweepReport } from "./retention-sweep.js";
+import { PollingLoop } from "../polling-loop.js";
 
 export interface RetentionLoopDeps extends RetentionSweepDeps {
   readonly logger: Logger;
@@ -24,48 +25,28 @@ const BATCH_PAUSE_MS = 50;
  * Runs retention sweeps for as long as the service runs (not at all with retention 0). Errors are
  * logged and retried with backoff; the loop never dies.
  */
-export class RetentionLoop {
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #stopped = false;
+export class RetentionLoop extends PollingLoop {
   #failures = 0;
 
-  constructor(private readonly deps: RetentionLoopDeps) {}
-
-  start(): void {
-    if (this.deps.retentionMs <= 0 || this.#timer !== undefined || this.#running !== undefined) return;
-    this.#stopped = false;
-    this.#schedule(0);
+  constructor(private readonly deps: RetentionLoopDeps) {
+    super(deps.clock, deps.intervalMs ?? RETENTION_INTERVAL_MS);
   }
 
-  /** Stops after the batch in hand. */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await this.#running;
+  override start(): void {
+    if (this.deps.retentionMs > 0) super.start();
   }
 
-  #schedule(delayMs: number): void {
-    if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#running = this.#sweep().finally(() => (this.#running = undefined));
-    }, delayMs);
-    this.#timer.unref();
-  }
-
-  async #sweep(): Promise<void> {
+  /** One sweep; resolves to the delay before the next. */
+  protected async cycle(): Promise<number> {
     const { logger, intervalMs = RETENTION_INTERVAL_MS } = this.deps;
     let report: SweepReport;
     try {
       report = await sweepRetention({ ...this.deps, pause: this.deps.pause ?? (() => this.#pause()) });
     } catch (error) {
-      if (error instanceof RetentionStopped) return;
+      if (error instanceof RetentionStopped) return 0;
       this.#failures++;
       logger.error({ err: error, consecutiveFailures: this.#failures }, "retention sweep failed");
-      this.#schedule(doublingBackoffMs(this.#failures, FAILURE_BACKOFF_BASE_MS, intervalMs));
-      return;
+      return doublingBackoffMs(this.#failures, FAILURE_BACKOFF_BASE_MS, intervalMs);
     }
     this.#failures = 0;
     if (report.timersDeleted > 0 || report.prefixCancelsDeleted > 0) {
@@ -74,14 +55,14 @@ export class RetentionLoop {
         "retention sweep deleted old rows",
       );
     }
-    this.#schedule(report.more ? CONTINUE_AFTER_MS : intervalMs);
+    return report.more ? CONTINUE_AFTER_MS : intervalMs;
   }
 
   /** Between batches: BATCH_PAUSE_MS for firing and commands, and none at all once stopping (the sweep ends soon). */
   async #pause(): Promise<void> {
-    if (this.#stopped) throw new RetentionStopped();
+    if (this.stopped) throw new RetentionStopped();
     await new Promise<void>((resolve) => setTimeout(resolve, BATCH_PAUSE_MS).unref());
-    if (this.#stopped) throw new RetentionStopped();
+    if (this.stopped) throw new RetentionStopped();
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.js";
+import type { Clock } from "./clock.js";
 
 /**
  * The sleep between polls of a loop that must wake early when new work is due sooner (db-scheduler's

@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.js";
+import type { Clock } from "./clock.js";
 import { WakeableSleep } from "./wakeable-sleep.js";
 
 /**
