@@ -26,6 +26,7 @@ import { ConcurrentInsertError, withRetry } from "./transaction-retry.js";
 import { isConnectionFault } from "./connection-fault.js";
 import { withDeadline } from "../storage/storage-deadline.js";
 import { StorageProbe } from "../storage/storage-probe.js";
+import { checkWritable } from "./postgres-write-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
 import { commandKeys, decideCommandBatch, decideOnCurrent, decideSweepStep } from "../storage/store-core.js";
@@ -43,7 +44,7 @@ export interface PostgresTimerStoreOptions {
    * past it the call fails with StorageTimeoutError. Default 10000 ms.
    */
   readonly timeoutMs?: number;
-  /** Checks every `intervalMs` that the database answers (readiness, CONTRACT §16); off when unset. */
+  /** Checks every `intervalMs` that the database commits a write (readiness, CONTRACT §16); off when unset. */
   readonly healthProbe?: { readonly intervalMs: number; readonly onResult?: (error: unknown) => void };
   /** The folder of drizzle-kit's migrations; defaults to `drizzle/postgres` at the package root. */
   readonly migrationsFolder?: string;
@@ -148,12 +149,12 @@ export class PostgresTimerStore implements TimerStore {
     this.#pool = pool;
   }
 
-  /** Starts the background `SELECT 1` that readiness follows (see StorageProbe). */
+  /** Starts the background write check that readiness follows (see StorageProbe, checkWritable). */
   startHealthProbe(options: { readonly intervalMs: number; readonly onResult?: (error: unknown) => void }): void {
     this.#probe = new StorageProbe(
       async () => {
-        await this.#pool.query("SELECT 1");
-        // The database answers again: a write that failed only because it did not is no longer a fault.
+        await checkWritable(this.#pool, this.timeoutMs);
+        // A commit went through again: a write that failed only because none did is no longer a fault.
         if (this.#lastWriteUnreachable) this.#lastWriteFailed = this.#lastWriteUnreachable = false;
       },
       { intervalMs: options.intervalMs, timeoutMs: this.timeoutMs, ...(options.onResult ? { onResult: options.onResult } : {}) },
