@@ -20,7 +20,7 @@ import type { CommandDecision } from "../../domain/timer-rules.js";
 import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
 import { perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { migratePostgres } from "./postgres-migrations.js";
-import { createPostgresPool } from "./postgres-pool.js";
+import { checkOut, createPostgresPool } from "./postgres-pool.js";
 import * as q from "./timer-schedules.sql.js";
 import { ConcurrentInsertError, withRetry } from "./transaction-retry.js";
 import { isConnectionFault } from "./connection-fault.js";
@@ -534,7 +534,7 @@ export class PostgresTimerStore implements TimerStore {
 
   /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
   async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
+    const { client, release } = await checkOut(this.#pool);
     let broken: unknown;
     try {
       await client.query("BEGIN");
@@ -553,7 +553,7 @@ export class PostgresTimerStore implements TimerStore {
       }
     } finally {
       // A connection whose rollback failed is in an unknown state: close it instead of reusing it.
-      client.release(broken === undefined ? undefined : true);
+      release(broken !== undefined);
     }
   }
 
@@ -561,7 +561,10 @@ export class PostgresTimerStore implements TimerStore {
   async #write<T>(write: () => Promise<T>, isStorageFault: (error: unknown) => boolean = () => true): Promise<T> {
     try {
       const result = await withDeadline(write(), this.timeoutMs, "Postgres write");
-      this.#lastWriteFailed = this.#lastWriteUnreachable = false;
+      // After a time-out only the health check, which always writes, says writes commit again: a
+      // call that wrote nothing (a claim with nothing due) commits at once on a primary whose every
+      // real commit waits for a synchronous standby it no longer has.
+      if (!this.#lastWriteUnreachable || this.#probe === undefined) this.#lastWriteFailed = this.#lastWriteUnreachable = false;
       return result;
     } catch (error) {
       if (isStorageFault(error)) {
