@@ -9,6 +9,8 @@ import { freePort } from "./free-port.js";
 export const PG_BIN = process.env.TIMER_TEST_PG_BIN || "/usr/lib/postgresql/15/bin";
 /** The standby's name, which the primary's synchronous_standby_names waits for. */
 const STANDBY_NAME = "standby";
+/** The setting that makes a primary wait for the standby at every commit. */
+export const SYNCHRONOUS_STANDBY_OPTION = `-c synchronous_standby_names=${STANDBY_NAME}`;
 /** initdb, pg_ctl and postgres refuse to run as root: as root they run as this OS user. */
 const PG_OS_USER = "postgres";
 
@@ -56,7 +58,11 @@ export class PostgresReplicaSet {
     private readonly synchronous: boolean,
   ) {}
 
-  static async start(options: { synchronous: boolean }): Promise<PostgresReplicaSet> {
+  /**
+   * `standbyOptions`: server options of the standby (`-c name=value …`), e.g. the primary's
+   * `synchronous_standby_names`, which a standby ignores until it is promoted.
+   */
+  static async start(options: { synchronous: boolean; standbyOptions?: string }): Promise<PostgresReplicaSet> {
     const root = mkdtempSync(join(tmpdir(), "timer-pg-replicas-"));
     if (process.getuid?.() === 0) {
       const user = spawnSync("id", ["-u", PG_OS_USER], { encoding: "utf8" }).stdout.trim();
@@ -70,7 +76,7 @@ export class PostgresReplicaSet {
     );
     try {
       await runPg("initdb", ["-D", set.primary.dataDir, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"]);
-      await set.startNode(set.primary, options.synchronous ? `-c synchronous_standby_names=${STANDBY_NAME}` : "");
+      await set.startNode(set.primary, options.synchronous ? SYNCHRONOUS_STANDBY_OPTION : "");
       await runPg("pg_basebackup", [
         "-h",
         "127.0.0.1",
@@ -89,7 +95,7 @@ export class PostgresReplicaSet {
         join(set.standby.dataDir, "postgresql.auto.conf"),
         `primary_conninfo = 'host=127.0.0.1 port=${set.primary.port} user=postgres application_name=${STANDBY_NAME}'\n`,
       );
-      await set.startNode(set.standby, "");
+      await set.startNode(set.standby, options.standbyOptions ?? "");
       await set.waitForStreaming();
     } catch (error) {
       await set.dispose();
@@ -142,6 +148,11 @@ export class PostgresReplicaSet {
       }
     }
     rmSync(join(node.dataDir, "postmaster.pid"), { force: true });
+  }
+
+  /** A clean stop (fast: open sessions are ended, waiting commits too). */
+  async stopNode(node: PostgresNode): Promise<void> {
+    await runPg("pg_ctl", ["-D", node.dataDir, "-m", "fast", "-w", "-t", "60", "stop"]);
   }
 
   /** Promotes the standby (pg_ctl promote, waiting until it accepts writes). */
