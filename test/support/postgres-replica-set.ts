@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { freePort } from "./free-port.js";
+import { DelayProxy } from "./delay-proxy.js";
 
 /** Debian's PostgreSQL 15 server binaries (initdb, pg_ctl, pg_basebackup); TIMER_TEST_PG_BIN names others. */
 export const PG_BIN = process.env.TIMER_TEST_PG_BIN || "/usr/lib/postgresql/15/bin";
@@ -51,6 +52,9 @@ export interface PostgresNode {
  * `dispose()`.
  */
 export class PostgresReplicaSet {
+  /** The relay of the replication stream when it is delayed. */
+  #replicationRelay: DelayProxy | undefined;
+
   private constructor(
     private readonly root: string,
     readonly primary: PostgresNode,
@@ -60,9 +64,11 @@ export class PostgresReplicaSet {
 
   /**
    * `standbyOptions`: server options of the standby (`-c name=value …`), e.g. the primary's
-   * `synchronous_standby_names`, which a standby ignores until it is promoted.
+   * `synchronous_standby_names`, which a standby ignores until it is promoted. `replicationDelayMs`:
+   * the replication stream passes a relay that holds it this long each way (a standby in another
+   * zone, or one that lags behind a busy primary), so an asynchronous standby is that far behind.
    */
-  static async start(options: { synchronous: boolean; standbyOptions?: string }): Promise<PostgresReplicaSet> {
+  static async start(options: { synchronous: boolean; standbyOptions?: string; replicationDelayMs?: number }): Promise<PostgresReplicaSet> {
     const root = mkdtempSync(join(tmpdir(), "timer-pg-replicas-"));
     if (process.getuid?.() === 0) {
       const user = spawnSync("id", ["-u", PG_OS_USER], { encoding: "utf8" }).stdout.trim();
@@ -90,10 +96,16 @@ export class PostgresReplicaSet {
         "stream",
       ]);
       // Streaming replication, named so the primary's synchronous_standby_names finds it.
+      let replicationPort = set.primary.port;
+      if ((options.replicationDelayMs ?? 0) > 0) {
+        set.#replicationRelay = await DelayProxy.start(set.primary.port);
+        set.#replicationRelay.delayMs = options.replicationDelayMs!;
+        replicationPort = set.#replicationRelay.port;
+      }
       writeFileSync(join(set.standby.dataDir, "standby.signal"), "");
       appendFileSync(
         join(set.standby.dataDir, "postgresql.auto.conf"),
-        `primary_conninfo = 'host=127.0.0.1 port=${set.primary.port} user=postgres application_name=${STANDBY_NAME}'\n`,
+        `primary_conninfo = 'host=127.0.0.1 port=${replicationPort} user=postgres application_name=${STANDBY_NAME}'\n`,
       );
       await set.startNode(set.standby, options.standbyOptions ?? "");
       await set.waitForStreaming();
@@ -160,6 +172,27 @@ export class PostgresReplicaSet {
     await runPg("pg_ctl", ["-D", this.standby.dataDir, "-w", "-t", "60", "promote"]);
   }
 
+  /**
+   * Commit records in the WAL `node` wrote at or after `fromLsn` (read with pg_waldump from its
+   * pg_wal while it is down): after a crash, from the standby's last received position, these are
+   * the commits the primary made that the standby never got.
+   */
+  async commitsInWalAfter(node: PostgresNode, fromLsn: string): Promise<{ commits: number; walEnd: string }> {
+    const asRoot = process.getuid?.() === 0;
+    const waldump = [join(PG_BIN, "pg_waldump"), "--path", join(node.dataDir, "pg_wal"), "--start", fromLsn, "--rmgr", "Transaction"];
+    const [command, ...argv] = asRoot ? ["runuser", "-u", PG_OS_USER, "--", ...waldump] : waldump;
+    // It ends with an error at the torn end of a crashed server's WAL; what it printed before counts.
+    const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+      execFile(command!, argv, { encoding: "utf8", timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (_, out, err) =>
+        resolve({ stdout: out ?? "", stderr: err ?? "" }),
+      ),
+    );
+    return {
+      commits: stdout.split("\n").filter((line) => /desc: COMMIT\b/.test(line)).length,
+      walEnd: stderr.trim().split("\n").pop() ?? "",
+    };
+  }
+
   /** Runs one statement on a node (a short connection of its own). */
   async query<T extends pg.QueryResultRow>(node: PostgresNode, sql: string): Promise<T[]> {
     const client = new pg.Client({ connectionString: this.urlOf(node), connectionTimeoutMillis: 5_000 });
@@ -196,6 +229,7 @@ export class PostgresReplicaSet {
         this.killNode(node);
       }
     }
+    await this.#replicationRelay?.close();
     rmSync(this.root, { recursive: true, force: true });
   }
 }
