@@ -55,12 +55,28 @@ export class PostgresReplicaSet {
   /** The relay of the replication stream when it is delayed. */
   #replicationRelay: DelayProxy | undefined;
 
+  #primary: PostgresNode;
+  #standby: PostgresNode;
+  /** Standbys built so far: each new one gets a folder of its own. */
+  #generation = 0;
+
   private constructor(
     private readonly root: string,
-    readonly primary: PostgresNode,
-    readonly standby: PostgresNode,
+    primary: PostgresNode,
+    standby: PostgresNode,
     private readonly synchronous: boolean,
-  ) {}
+  ) {
+    this.#primary = primary;
+    this.#standby = standby;
+  }
+
+  get primary(): PostgresNode {
+    return this.#primary;
+  }
+
+  get standby(): PostgresNode {
+    return this.#standby;
+  }
 
   /**
    * `standbyOptions`: server options of the standby (`-c name=value …`), e.g. the primary's
@@ -191,6 +207,49 @@ export class PostgresReplicaSet {
       commits: stdout.split("\n").filter((line) => /desc: COMMIT\b/.test(line)).length,
       walEnd: stderr.trim().split("\n").pop() ?? "",
     };
+  }
+
+  /**
+   * After the primary died: promotes the standby, which becomes the primary, and builds a new
+   * standby from it (pg_basebackup), synchronous again when the set is. The new standby's copy of
+   * the configuration names no synchronous standby, so that it too commits alone once promoted.
+   * Returns the new primary.
+   */
+  async promoteAndReplace(): Promise<PostgresNode> {
+    await this.promoteStandby();
+    const dead = this.#primary;
+    this.#primary = this.#standby;
+    this.#standby = { name: STANDBY_NAME, dataDir: join(this.root, `${STANDBY_NAME}-${++this.#generation}`), port: await freePort() };
+    rmSync(dead.dataDir, { recursive: true, force: true });
+    return this.#primary;
+  }
+
+  /** Builds the standby of the current primary (after promoteAndReplace) and waits until it streams. */
+  async startReplacementStandby(): Promise<void> {
+    await runPg("pg_basebackup", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(this.#primary.port),
+      "-U",
+      "postgres",
+      "-D",
+      this.#standby.dataDir,
+      "-X",
+      "stream",
+    ]);
+    writeFileSync(join(this.#standby.dataDir, "standby.signal"), "");
+    appendFileSync(
+      join(this.#standby.dataDir, "postgresql.auto.conf"),
+      `primary_conninfo = 'host=127.0.0.1 port=${this.#primary.port} user=postgres application_name=${STANDBY_NAME}'\nsynchronous_standby_names = ''\n`,
+    );
+    await this.startNode(this.#standby, "");
+    if (this.synchronous) {
+      // Not in the files pg_basebackup copies: the reload of postgresql.auto.conf on this server only.
+      await this.query(this.#primary, `ALTER SYSTEM SET synchronous_standby_names = '${STANDBY_NAME}'`);
+      await this.query(this.#primary, "SELECT pg_reload_conf()");
+    }
+    await this.waitForStreaming();
   }
 
   /** Runs one statement on a node (a short connection of its own). */
