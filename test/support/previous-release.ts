@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const REPO_ROOT = resolve(import.meta.dirname, "../..");
@@ -89,9 +89,4 @@ export function ensureReleaseBuild(tag: string): ReleaseBuild {
     rmSync(work, { recursive: true, force: true });
     throw error;
   }
-}
-
-/** The stamp of a cached build, for a test's log line. */
-export function releaseBuildStamp(build: ReleaseBuild): string {
-  return readFileSync(join(build.dir, STAMP), "utf8").trim();
 }
