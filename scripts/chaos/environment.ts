@@ -5,6 +5,8 @@ import { FreezeProxy } from "../../test/support/freeze-proxy.js";
 import { NatsCluster } from "../../test/support/nats-cluster.js";
 import { TEST_DATABASE_URL, dropSchema, uniqueSchema } from "../../test/support/test-postgres.js";
 import { TimerServiceProcess } from "../../test/support/timer-service-process.js";
+import { PostgresReplicaSet, replicaSetUnavailable } from "../../test/support/postgres-replica-set.js";
+import { VirtualIpProxy } from "../../test/support/virtual-ip-proxy.js";
 import { INSTANCES } from "./fault-schedule.js";
 
 const NO_ADVERTISE_WRAPPER = resolve(import.meta.dirname, "nats-server-no-advertise.sh");
@@ -33,7 +35,32 @@ export interface ChaosInstance {
   readonly clock: FakeWallClock | undefined;
 }
 
+/**
+ * The Postgres of the run: a primary with a synchronous standby of the run's own behind one address
+ * (so `failover-postgres` can kill the primary and promote the standby), or, where initdb is
+ * missing, the machine's Postgres (TEST_DATABASE_URL) and `unavailable` says why failovers are skipped.
+ */
+export interface ChaosDatabase {
+  /** The address the instances and the read-back use. */
+  readonly url: string;
+  readonly replicaSet: PostgresReplicaSet | undefined;
+  readonly virtualIp: VirtualIpProxy | undefined;
+  readonly unavailable: string | undefined;
+}
+
+async function startDatabase(): Promise<ChaosDatabase> {
+  const unavailable = replicaSetUnavailable();
+  if (unavailable !== undefined) return { url: TEST_DATABASE_URL, replicaSet: undefined, virtualIp: undefined, unavailable };
+  const replicaSet = await PostgresReplicaSet.start({ synchronous: true });
+  const virtualIp = await VirtualIpProxy.start(replicaSet.primary.port).catch(async (error: unknown) => {
+    await replicaSet.dispose();
+    throw error;
+  });
+  return { url: `postgres://postgres@127.0.0.1:${virtualIp.port}/postgres`, replicaSet, virtualIp, unavailable };
+}
+
 export interface ChaosEnvironment {
+  readonly database: ChaosDatabase;
   readonly cluster: NatsCluster;
   readonly schema: string;
   readonly instances: readonly ChaosInstance[];
@@ -47,6 +74,10 @@ export async function startEnvironment(): Promise<ChaosEnvironment> {
   // Node restarts read it again, so it stays set until dispose.
   process.env.NATS_SERVER_BIN = NO_ADVERTISE_WRAPPER;
   const cluster = await NatsCluster.start(3);
+  const database = await startDatabase().catch(async (error: unknown) => {
+    await cluster.dispose();
+    throw error;
+  });
   const schema = uniqueSchema("chaos");
   const instances: ChaosInstance[] = [];
   const dispose = async (): Promise<void> => {
@@ -59,21 +90,23 @@ export async function startEnvironment(): Promise<ChaosEnvironment> {
       instance.clock?.dispose();
     }
     await dropSchema(schema).catch(() => undefined);
+    await database.virtualIp?.close();
+    await database.replicaSet?.dispose();
     await cluster.dispose();
     if (natsServerBin === undefined) delete process.env.NATS_SERVER_BIN;
     else process.env.NATS_SERVER_BIN = natsServerBin;
   };
   try {
-    const database = new URL(TEST_DATABASE_URL);
+    const databaseUrl = new URL(database.url);
     // The relays connect to loopback: the nemesis cuts links on this machine.
-    if (!["127.0.0.1", "localhost"].includes(database.hostname))
-      throw new Error(`chaos needs Postgres on this machine, not ${database.hostname}`);
+    if (!["127.0.0.1", "localhost"].includes(databaseUrl.hostname))
+      throw new Error(`chaos needs Postgres on this machine, not ${databaseUrl.hostname}`);
     for (let index = 0; index < INSTANCES; index++) {
-      const postgresDelay = await DelayProxy.start(Number(database.port || 5432));
+      const postgresDelay = await DelayProxy.start(Number(databaseUrl.port || 5432));
       const postgresFreeze = await FreezeProxy.start(postgresDelay.port);
       const natsFreezes = await Promise.all(cluster.nodes.map((node) => FreezeProxy.start(node.port)));
       const clock = FakeWallClock.unavailableReason() === undefined ? new FakeWallClock() : undefined;
-      const viaProxy = new URL(TEST_DATABASE_URL);
+      const viaProxy = new URL(database.url);
       viaProxy.hostname = "127.0.0.1";
       viaProxy.port = String(postgresFreeze.port);
       const service = await TimerServiceProcess.start(
@@ -91,5 +124,5 @@ export async function startEnvironment(): Promise<ChaosEnvironment> {
     await dispose();
     throw new Error(`${String(error)}\n${logs.join("\n")}`, { cause: error });
   }
-  return { cluster, schema, instances, dispose };
+  return { database, cluster, schema, instances, dispose };
 }

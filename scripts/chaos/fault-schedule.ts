@@ -8,6 +8,7 @@ export const FAULT_KINDS = [
   "freeze-postgres",
   "step-clock",
   "slow-storage",
+  "failover-postgres",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -15,7 +16,7 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export interface PlannedFault {
   readonly atMs: number;
   readonly kind: FaultKind;
-  /** Instance index (0..2) or NATS node index for `stop-nats-node`; -1 for `freeze-postgres`. */
+  /** Instance index (0..2) or NATS node index for `stop-nats-node`; -1 for `freeze-postgres` and `failover-postgres`. */
   readonly target: number;
   readonly durationMs: number;
   /** `step-clock`: the offset in ms (±30 s); `slow-storage`: the added latency per chunk in ms. */
@@ -70,5 +71,8 @@ function draw(prng: Prng, kind: FaultKind, atMs: number, gapMs: number): Planned
       };
     case "slow-storage":
       return { atMs, kind, target: prng.int(0, INSTANCES - 1), durationMs: within(3_000, 10_000), amount: prng.int(50, 300) };
+    // The primary is dead this long before the standby is promoted; rebuilding a standby follows.
+    case "failover-postgres":
+      return { atMs, kind, target: -1, durationMs: within(1_000, 3_000), amount: 0 };
   }
 }

@@ -107,6 +107,17 @@ async function inject(environment: ChaosEnvironment, fault: PlannedFault): Promi
         () => (instance!.postgresDelay.delayMs = amount),
         () => (instance!.postgresDelay.delayMs = 0),
       );
+    case "failover-postgres": {
+      const { replicaSet, virtualIp, unavailable } = environment.database;
+      if (replicaSet === undefined || virtualIp === undefined) return done(Date.now(), unavailable ?? "no replica set");
+      const startedAtMs = Date.now();
+      replicaSet.killNode(replicaSet.primary);
+      await sleep(durationMs);
+      virtualIp.pointAt((await replicaSet.promoteAndReplace()).port);
+      // A set without a standby could not fail over again: the next failover needs one.
+      await replicaSet.startReplacementStandby();
+      return done(startedAtMs);
+    }
   }
 }
 

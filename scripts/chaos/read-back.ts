@@ -1,5 +1,4 @@
 import pg from "pg";
-import { TEST_DATABASE_URL } from "../../test/support/test-postgres.js";
 import type { ReadBack } from "./history.js";
 
 const POLL_EVERY_MS = 250;
@@ -23,16 +22,18 @@ export class ReadBackPoller {
   private polling = false;
 
   private constructor(
-    private readonly client: pg.Client,
+    private readonly client: pg.Pool,
     private readonly schema: string,
     private readonly tenantId: string,
   ) {
     this.timer = setInterval(() => void this.poll(), POLL_EVERY_MS);
   }
 
-  static async start(schema: string, tenantId: string): Promise<ReadBackPoller> {
-    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    await client.connect();
+  static async start(databaseUrl: string, schema: string, tenantId: string): Promise<ReadBackPoller> {
+    // A pool of one, not a client: it reconnects after the database's address moved (failover-postgres).
+    const client = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+    client.on("error", () => {});
+    await client.query("SELECT 1");
     return new ReadBackPoller(client, schema, tenantId);
   }
 

@@ -44,7 +44,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const urls = environment.cluster.nodes.map((node) => node.url);
   const connection = await connect({ servers: urls, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   const recorder = await EventRecorder.start(urls);
-  const readBacks = await ReadBackPoller.start(environment.schema, TENANT);
+  const readBacks = await ReadBackPoller.start(environment.database.url, environment.schema, TENANT);
   try {
     const producer = new ChaosProducer(connection, TENANT, new Prng(seed).fork("workload"), readBacks);
     await producer.startRecurring();

@@ -69,3 +69,23 @@ export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
   pool.on("error", options.onIdleError);
   return pool;
 }
+
+/**
+ * A connection of the pool for a transaction of several statements. While a client is checked out
+ * the pool listens for none of its errors, and node-postgres emits a lost connection (a primary
+ * killed, the database's address moved) as an `error` event besides failing the running query: with
+ * no listener that event ends the process. The failing query already reports it, so the event is
+ * only absorbed here. `release(true)` closes a connection in an unknown state instead of reusing it.
+ */
+export async function checkOut(pool: pg.Pool): Promise<{ readonly client: pg.PoolClient; release(broken: boolean): void }> {
+  const client = await pool.connect();
+  const absorb = (): void => {};
+  client.on("error", absorb);
+  return {
+    client,
+    release(broken) {
+      client.removeListener("error", absorb);
+      client.release(broken ? true : undefined);
+    },
+  };
+}

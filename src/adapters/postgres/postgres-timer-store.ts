@@ -20,12 +20,13 @@ import type { CommandDecision } from "../../domain/timer-rules.js";
 import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
 import { perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { migratePostgres } from "./postgres-migrations.js";
-import { createPostgresPool } from "./postgres-pool.js";
+import { checkOut, createPostgresPool } from "./postgres-pool.js";
 import * as q from "./timer-schedules.sql.js";
 import { ConcurrentInsertError, withRetry } from "./transaction-retry.js";
 import { isConnectionFault } from "./connection-fault.js";
 import { withDeadline } from "../storage/storage-deadline.js";
 import { StorageProbe } from "../storage/storage-probe.js";
+import { checkWritable } from "./postgres-write-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
 import { commandKeys, decideCommandBatch, decideOnCurrent, decideSweepStep } from "../storage/store-core.js";
@@ -43,7 +44,7 @@ export interface PostgresTimerStoreOptions {
    * past it the call fails with StorageTimeoutError. Default 10000 ms.
    */
   readonly timeoutMs?: number;
-  /** Checks every `intervalMs` that the database answers (readiness, CONTRACT §16); off when unset. */
+  /** Checks every `intervalMs` that the database commits a write (readiness, CONTRACT §16); off when unset. */
   readonly healthProbe?: { readonly intervalMs: number; readonly onResult?: (error: unknown) => void };
   /** The folder of drizzle-kit's migrations; defaults to `drizzle/postgres` at the package root. */
   readonly migrationsFolder?: string;
@@ -148,12 +149,12 @@ export class PostgresTimerStore implements TimerStore {
     this.#pool = pool;
   }
 
-  /** Starts the background `SELECT 1` that readiness follows (see StorageProbe). */
+  /** Starts the background write check that readiness follows (see StorageProbe, checkWritable). */
   startHealthProbe(options: { readonly intervalMs: number; readonly onResult?: (error: unknown) => void }): void {
     this.#probe = new StorageProbe(
       async () => {
-        await this.#pool.query("SELECT 1");
-        // The database answers again: a write that failed only because it did not is no longer a fault.
+        await checkWritable(this.#pool, this.timeoutMs);
+        // A commit went through again: a write that failed only because none did is no longer a fault.
         if (this.#lastWriteUnreachable) this.#lastWriteFailed = this.#lastWriteUnreachable = false;
       },
       { intervalMs: options.intervalMs, timeoutMs: this.timeoutMs, ...(options.onResult ? { onResult: options.onResult } : {}) },
@@ -533,7 +534,7 @@ export class PostgresTimerStore implements TimerStore {
 
   /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
   async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
+    const { client, release } = await checkOut(this.#pool);
     let broken: unknown;
     try {
       await client.query("BEGIN");
@@ -552,7 +553,7 @@ export class PostgresTimerStore implements TimerStore {
       }
     } finally {
       // A connection whose rollback failed is in an unknown state: close it instead of reusing it.
-      client.release(broken === undefined ? undefined : true);
+      release(broken !== undefined);
     }
   }
 
@@ -560,7 +561,10 @@ export class PostgresTimerStore implements TimerStore {
   async #write<T>(write: () => Promise<T>, isStorageFault: (error: unknown) => boolean = () => true): Promise<T> {
     try {
       const result = await withDeadline(write(), this.timeoutMs, "Postgres write");
-      this.#lastWriteFailed = this.#lastWriteUnreachable = false;
+      // After a time-out only the health check, which always writes, says writes commit again: a
+      // call that wrote nothing (a claim with nothing due) commits at once on a primary whose every
+      // real commit waits for a synchronous standby it no longer has.
+      if (!this.#lastWriteUnreachable || this.#probe === undefined) this.#lastWriteFailed = this.#lastWriteUnreachable = false;
       return result;
     } catch (error) {
       if (isStorageFault(error)) {

@@ -10,7 +10,7 @@ export interface StorageProbeOptions {
 }
 
 /**
- * Runs a cheap check of the store in the background (`SELECT 1`, a write lock taken and given
+ * Runs a cheap check of the store in the background (a row written and committed, a write lock taken and given
  * back), so that readiness follows a store that stopped answering even while nothing writes. At
  * most one check runs at a time; a check still open after `timeoutMs` is a failure.
  */

@@ -1,0 +1,92 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const REPO_ROOT = resolve(import.meta.dirname, "../..");
+/** Releases are tags `v<major>.<minor>.<patch>` (docs/changelog.md). */
+const RELEASE_TAGS = "v[0-9]*";
+
+function git(args: readonly string[]): { ok: boolean; out: string } {
+  const run = spawnSync("git", args, { cwd: REPO_ROOT, encoding: "utf8" });
+  return { ok: run.status === 0, out: (run.stdout ?? "").trim() };
+}
+
+/**
+ * The release before this build: `TIMER_PREVIOUS_RELEASE` when set, else the newest release tag
+ * reachable from HEAD — except a tag on HEAD itself when the work tree is clean (then this build *is*
+ * that release, and the one before it is meant). Undefined when there is none (no tags fetched).
+ */
+export function previousReleaseTag(): string | undefined {
+  if (process.env.TIMER_PREVIOUS_RELEASE) return process.env.TIMER_PREVIOUS_RELEASE;
+  const clean = git(["status", "--porcelain", "--untracked-files=no"]).out === "";
+  const atHead = clean ? git(["tag", "--points-at", "HEAD", "--list", RELEASE_TAGS]).out.split("\n").filter(Boolean) : [];
+  const described = git(["describe", "--tags", "--abbrev=0", "--match", RELEASE_TAGS, ...atHead.flatMap((t) => ["--exclude", t]), "HEAD"]);
+  return described.ok && described.out !== "" ? described.out : undefined;
+}
+
+/** The files under `folder` as they are in `tag`. */
+export function filesAtRelease(tag: string, folder: string): string[] {
+  return git(["ls-tree", "-r", "--name-only", tag, "--", folder]).out.split("\n").filter(Boolean);
+}
+
+/** One file's text as it is in `tag`. */
+export function fileAtRelease(tag: string, path: string): string {
+  return execFileSync("git", ["show", `${tag}:${path}`], { cwd: REPO_ROOT, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+}
+
+export interface ReleaseBuild {
+  readonly tag: string;
+  readonly commit: string;
+  /** `node <entry>` runs that release's service; its working folder must be `dir` (its drizzle/). */
+  readonly dir: string;
+  readonly entry: string;
+}
+
+const STAMP = ".release-build.json";
+
+/**
+ * A built copy of release `tag`, as scripts/bench/baseline.ts builds its baselines: the tag's src/,
+ * drizzle/, package.json and tsconfig files extracted with `git archive` into
+ * node_modules/.cache/timer-service-releases/<commit>/, the repository's node_modules linked into it
+ * (a release uses the dependencies of the next one, same major versions), compiled with the
+ * repository's TypeScript. A finished build is reused: its folder only appears, by a rename, once the
+ * build succeeded. Throws with the reason when the tag is unknown or does not compile.
+ */
+export function ensureReleaseBuild(tag: string): ReleaseBuild {
+  const resolved = git(["rev-parse", "--verify", "--quiet", `${tag}^{commit}`]);
+  if (!resolved.ok) throw new Error(`release ${tag} is not in this clone: fetch its tags (git fetch --tags)`);
+  const commit = resolved.out;
+  const dir = resolve(REPO_ROOT, "node_modules", ".cache", "timer-service-releases", commit);
+  const entry = join(dir, "dist", "main.js");
+  if (existsSync(entry) && existsSync(join(dir, STAMP))) return { tag, commit, dir, entry };
+
+  const work = `${dir}.tmp-${process.pid}`;
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  try {
+    const paths = ["src", "drizzle", "package.json", "tsconfig.json", "tsconfig.build.json"];
+    const tar = execFileSync("git", ["archive", "--format=tar", commit, ...paths], { cwd: REPO_ROOT, maxBuffer: 256 * 1024 * 1024 });
+    const untar = spawnSync("tar", ["-x", "-C", work], { input: tar, encoding: "utf8" });
+    if (untar.status !== 0) throw new Error(`tar -x failed: ${untar.stderr || untar.error?.message}`);
+    symlinkSync(resolve(REPO_ROOT, "node_modules"), join(work, "node_modules"), "dir");
+    const tsc = resolve(REPO_ROOT, "node_modules", "typescript", "bin", "tsc");
+    const build = spawnSync(process.execPath, [tsc, "-p", join(work, "tsconfig.build.json")], {
+      cwd: work,
+      encoding: "utf8",
+      timeout: 600_000,
+    });
+    if (build.status !== 0) throw new Error(`compiling ${tag} failed: ${(build.stdout + build.stderr).slice(0, 3_000)}`);
+    writeFileSync(join(work, STAMP), `${JSON.stringify({ tag, commit, builtAt: new Date().toISOString() })}\n`);
+    try {
+      renameSync(work, dir);
+    } catch (error) {
+      // Another test file built it meanwhile: use that one.
+      if (!existsSync(entry)) throw error;
+      rmSync(work, { recursive: true, force: true });
+    }
+    return { tag, commit, dir, entry };
+  } catch (error) {
+    rmSync(work, { recursive: true, force: true });
+    throw error;
+  }
+}
