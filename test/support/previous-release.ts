@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const REPO_ROOT = resolve(import.meta.dirname, "../..");
@@ -14,14 +14,20 @@ function git(args: readonly string[]): { ok: boolean; out: string } {
 /**
  * The release before this build: `TIMER_PREVIOUS_RELEASE` when set, else the newest release tag
  * reachable from HEAD — except a tag on HEAD itself when the work tree is clean (then this build *is*
- * that release, and the one before it is meant). Undefined when there is none (no tags fetched).
+ * that release, and the one before it is meant). A clone without tags (CI clones main only) takes
+ * the newest release of docs/releases.json whose commit is in its history, by commit. Undefined when
+ * there is none.
  */
 export function previousReleaseTag(): string | undefined {
   if (process.env.TIMER_PREVIOUS_RELEASE) return process.env.TIMER_PREVIOUS_RELEASE;
   const clean = git(["status", "--porcelain", "--untracked-files=no"]).out === "";
   const atHead = clean ? git(["tag", "--points-at", "HEAD", "--list", RELEASE_TAGS]).out.split("\n").filter(Boolean) : [];
   const described = git(["describe", "--tags", "--abbrev=0", "--match", RELEASE_TAGS, ...atHead.flatMap((t) => ["--exclude", t]), "HEAD"]);
-  return described.ok && described.out !== "" ? described.out : undefined;
+  if (described.ok && described.out !== "") return described.out;
+  const head = git(["rev-parse", "HEAD"]).out;
+  const releases = JSON.parse(readFileSync(join(REPO_ROOT, "docs", "releases.json"), "utf8")) as { tag: string; commit: string }[];
+  const inHistory = releases.filter(({ commit }) => !(clean && commit === head) && git(["merge-base", "--is-ancestor", commit, "HEAD"]).ok);
+  return inHistory.at(-1)?.commit;
 }
 
 /** The files under `folder` as they are in `tag`. */
