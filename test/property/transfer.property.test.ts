@@ -38,7 +38,7 @@ describe(`export lines (seed ${seed})`, () => {
         const second = openSqliteTimerTransfer({ path: join(folder, `${run}-b.db`), create: true });
         try {
           const lines = records.map(encodeRecord);
-          await first.importBatch(records.map((r, i) => decodeRecord(lines[i]!, i + 2)));
+          await first.importBatch(lines.map((line, i) => decodeRecord(line, i + 2)));
           expect(await exportedLines(first.exportRecords({}))).toEqual(lines);
           const exported: typeof records = [];
           for await (const record of first.exportRecords({})) exported.push(record);

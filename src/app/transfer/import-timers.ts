@@ -12,8 +12,8 @@ export interface ImportSummary extends ImportCounts {
 }
 
 /**
- * Reads an export (CONTRACT §18) and writes it into `transfer` a batch at a time. Every line of a
- * batch is checked before the batch is written, so a bad line leaves nothing of its batch behind
+ * Reads an export (CONTRACT §18) and writes it into `transfer` a batch at a time, the next batch
+ * read while the last one is written. Every line of a batch is checked before the batch is written, so a bad line leaves nothing of its batch behind
  * (earlier batches stay: importing the fixed file again keeps them, by §3.2's rule). A key that
  * appears twice in one batch keeps the line with the newer `commandTs`, as two imports would.
  * Throws TransferLineError for the first bad line, `imported` holding what earlier batches did.
@@ -27,6 +27,15 @@ export async function importTimers(
   const totals = new Totals();
   let lineNumber = 0;
   let batch = new Batch();
+  // The batch being written while the next one is read and checked: the store's work and this
+  // process's parsing overlap. At most two batches are in memory.
+  let writing: Promise<void> = Promise.resolve();
+  const write = async (full: Batch): Promise<void> => {
+    await writing;
+    writing = transfer.importBatch(full.records()).then((counts) => totals.add(counts, full.duplicates));
+    // Marked as handled: a failure surfaces at the next await of `writing`, not as an unhandled rejection.
+    writing.catch(() => undefined);
+  };
   try {
     for await (const text of lines) {
       lineNumber++;
@@ -38,13 +47,17 @@ export async function importTimers(
       if (text.trim() === "") continue;
       batch.add(decodeRecord(text, lineNumber, options.calendar));
       if (batch.size >= batchLines) {
-        totals.add(await transfer.importBatch(batch.records()), batch.duplicates);
+        await write(batch);
         batch = new Batch();
       }
     }
     if (lineNumber === 0) decodeHeader(undefined);
-    if (batch.size > 0) totals.add(await transfer.importBatch(batch.records()), batch.duplicates);
+    if (batch.size > 0) await write(batch);
+    await writing;
   } catch (error) {
+    // A bad line: the batch before it (already checked) is still written and counted; should that
+    // write have failed, its error is the one to report.
+    await writing;
     if (error instanceof TransferLineError) throw new ImportLineError(error, totals.summary(lineNumber));
     throw error;
   }
