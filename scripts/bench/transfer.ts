@@ -3,7 +3,8 @@
  * docs/operations/move-to-postgres.md): a SQLite store of N timers in a realistic mix of states is
  * exported with `timer-service export`, and the file imported into a fresh Postgres schema with
  * `timer-service import`, each as its own process under /usr/bin/time (peak RSS of the process).
- * Then a second import of the same file (everything kept), and the Postgres export.
+ * Then a second import of the same file (everything kept), the Postgres export, and
+ * `timer-service backup` of the SQLite store.
  *
  *   npx tsx scripts/bench/transfer.ts [--count 1000000] [--database-url postgres://…]
  *
@@ -70,7 +71,7 @@ function timerAt(i: number, nowMs: number): Timer {
   };
 }
 
-/** Fills the SQLite store through the transfer adapter (its own import path, triggers and all). */
+/** Fills the SQLite store through the transfer adapter (its own import path, triggers and all), 10,000 a transaction. */
 async function populate(path: string): Promise<number> {
   const started = performance.now();
   const transfer = openSqliteTimerTransfer({ path, create: true });
@@ -90,6 +91,8 @@ async function populate(path: string): Promise<number> {
 interface Measured {
   readonly seconds: number;
   readonly peakRssMB: number;
+  /** User + system CPU of the process: what the work costs, whatever else the machine runs. */
+  readonly cpuSeconds: number;
   readonly stdout: string;
   readonly stderr: string;
 }
@@ -97,7 +100,7 @@ interface Measured {
 /** Runs the CLI under /usr/bin/time: wall time and the process's peak RSS. */
 function measure(args: string[], env: Record<string, string>): Measured {
   const started = performance.now();
-  const result = spawnSync("/usr/bin/time", ["-f", "peak-rss-kb=%M", process.execPath, CLI, ...args], {
+  const result = spawnSync("/usr/bin/time", ["-f", "peak-rss-kb=%M cpu-s=%U+%S", process.execPath, CLI, ...args], {
     env: { ...process.env, ...env },
     encoding: "utf8",
     maxBuffer: 1024 * 1024 * 64,
@@ -105,7 +108,14 @@ function measure(args: string[], env: Record<string, string>): Measured {
   const seconds = (performance.now() - started) / 1000;
   if (result.status !== 0) throw new Error(`timer-service ${args.join(" ")} failed: ${result.stderr}`);
   const rss = /peak-rss-kb=(\d+)/.exec(result.stderr);
-  return { seconds, peakRssMB: rss === null ? NaN : Math.round(Number(rss[1]) / 1024), stdout: result.stdout, stderr: result.stderr };
+  const cpu = /cpu-s=([\d.]+)\+([\d.]+)/.exec(result.stderr);
+  return {
+    seconds,
+    peakRssMB: rss === null ? NaN : Math.round(Number(rss[1]) / 1024),
+    cpuSeconds: cpu === null ? NaN : Number(cpu[1]) + Number(cpu[2]),
+    stdout: result.stdout,
+    stderr: result.stderr,
+  };
 }
 
 const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
@@ -128,27 +138,28 @@ async function main(): Promise<void> {
     log(`imported again in ${round(again.seconds)} s: ${again.stdout.trim()}`);
     const postgresFile = join(folder, "postgres.ndjson");
     const postgresExport = measure(["export", "--out", postgresFile], postgresEnv);
+    const backup = measure(["backup", "--out", join(folder, "backup.db")], sqliteEnv);
+    log(`backed up in ${round(backup.seconds)} s`);
     const same =
       readFileSync(file, "utf8").split("\n").slice(1).join("\n") === readFileSync(postgresFile, "utf8").split("\n").slice(1).join("\n");
-    const perSec = (m: Measured) => Math.round(count / m.seconds);
+    // Wall time shares the machine with whatever else runs; CPU seconds are the work's own cost.
+    const figures = (m: Measured) => ({
+      seconds: round(m.seconds),
+      timersPerSec: Math.round(count / m.seconds),
+      cpuSeconds: round(m.cpuSeconds),
+      timersPerCpuSec: Math.round(count / m.cpuSeconds),
+      peakRssMB: m.peakRssMB,
+    });
     process.stdout.write(
       `${JSON.stringify({
         timers: count,
         fileMB: round(fileMB),
         sqliteDbMB: round(statSync(sqlitePath).size / 1024 / 1024),
-        exportSqlite: { seconds: round(exported.seconds), timersPerSec: perSec(exported), peakRssMB: exported.peakRssMB },
-        importPostgres: {
-          seconds: round(imported.seconds),
-          timersPerSec: perSec(imported),
-          peakRssMB: imported.peakRssMB,
-          counts: JSON.parse(imported.stdout) as unknown,
-        },
-        reimportPostgres: { seconds: round(again.seconds), timersPerSec: perSec(again), peakRssMB: again.peakRssMB },
-        exportPostgres: {
-          seconds: round(postgresExport.seconds),
-          timersPerSec: perSec(postgresExport),
-          peakRssMB: postgresExport.peakRssMB,
-        },
+        exportSqlite: figures(exported),
+        importPostgres: { ...figures(imported), counts: JSON.parse(imported.stdout) as unknown },
+        reimportPostgres: figures(again),
+        exportPostgres: figures(postgresExport),
+        backupSqlite: figures(backup),
         postgresExportEqualsSqliteExport: same,
         nodeVersion: process.version,
         cpus: Number(execFileSync("nproc", { encoding: "utf8" }).trim()),

@@ -1,6 +1,6 @@
 import type { Timer } from "../../domain/timer.js";
 import { parseRecurrence } from "../../domain/recurrence.js";
-import { withTracking } from "../delivery-columns.js";
+import { deliveryOf } from "../delivery-columns.js";
 import { timerSelectList } from "./timer-columns.js";
 
 /**
@@ -14,9 +14,40 @@ export const transferTimerSelect = (quote: boolean): string => timerSelectList({
 /** A timer row with `repeat` and `delivery` still JSON text. */
 export type TransferTimerRow = Omit<Timer, "repeat" | "delivery"> & { repeat: string | null; delivery: string | null };
 
+/**
+ * The Timer of a row, as the stores read it (withTracking's shape: unset tracking and trace members
+ * absent), built member by member rather than by deleting from the row: an export maps millions.
+ */
 export function timerFromRow(row: TransferTimerRow): Timer {
-  return withTracking({ ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) }) as Timer;
+  const timer: Record<string, unknown> = {
+    tenantId: row.tenantId,
+    serviceCallId: row.serviceCallId,
+    state: row.state,
+    dueAtMs: row.dueAtMs,
+    data: row.data,
+    correlationId: row.correlationId,
+    commandTs: row.commandTs,
+    generation: row.generation,
+    registeredAtMs: row.registeredAtMs,
+    reachedAtMs: row.reachedAtMs,
+    updatedAtMs: row.updatedAtMs,
+    repeat: row.repeat === null ? null : parseRecurrence(row.repeat),
+    occurrence: row.occurrence,
+    maxLatenessMs: row.maxLatenessMs,
+  };
+  if (row.delivery !== null) timer.delivery = deliveryOf(row.delivery);
+  for (const member of TRACKING_TEXT_MEMBERS) if (row[member] != null) timer[member] = row[member];
+  if (row.attempt != null && row.attempt !== 0) timer.attempt = row.attempt;
+  if (row.traceId != null) {
+    timer.traceId = row.traceId;
+    timer.traceFlags = row.traceFlags ?? null;
+    timer.traceState = row.traceState ?? null;
+    timer.traceSpanId = row.traceSpanId ?? null;
+  }
+  return timer as unknown as Timer;
 }
+
+const TRACKING_TEXT_MEMBERS = ["createdBy", "createdVia", "firedAtMs", "completedAtMs", "result", "lastReason", "deadlineAtMs"] as const;
 
 /** A prefix cancel row, aliased to the record's members. */
 export interface TransferPrefixCancelRow {
