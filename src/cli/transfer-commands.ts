@@ -46,11 +46,15 @@ export async function exportCommand(flags: TransferFlags): Promise<number> {
   // A file is written beside its name and renamed when complete: a cut-off export never looks whole.
   const partial = flags.out === undefined ? undefined : `${flags.out}.partial-${process.pid}`;
   const sink: Writable = partial === undefined ? process.stdout : createWriteStream(partial, { flags: "wx" });
+  // Errors (a missing folder, a closed pipe, a full disk) reach the write's callback; without a
+  // listener the stream's 'error' event would end the process with a stack trace instead.
+  sink.on("error", () => undefined);
   try {
     const summary = await exportTimers(transfer, {
       ...(flags.tenant === undefined ? {} : { tenantId: flags.tenant }),
       nowMs: Date.now(),
-      write: (chunk) => (sink.write(chunk) ? undefined : once(sink, "drain").then(() => undefined)),
+      // Each chunk waits for its write: backpressure, and a failed write fails the export.
+      write: (chunk) => new Promise<void>((resolve, reject) => sink.write(chunk, (error) => (error ? reject(error) : resolve()))),
     });
     if (partial !== undefined) {
       sink.end();
