@@ -40,7 +40,8 @@ export async function importTimers(
     for await (const text of lines) {
       lineNumber++;
       if (lineNumber === 1) {
-        decodeHeader(text);
+        // A byte order mark, as some editors save UTF-8, is not part of the header.
+        decodeHeader(text.replace(/^\uFEFF/, ""));
         continue;
       }
       // Blank lines (a file cut or joined by hand) carry nothing.

@@ -250,3 +250,11 @@ describe("exportTimers", () => {
     expect([...target.timers.values()]).toEqual([...source.timers.values()]);
   });
 });
+
+describe("importTimers input", () => {
+  it("when the file starts with a byte order mark, then the header is read all the same", async () => {
+    const target = new MemoryTimerTransfer();
+    const line = JSON.stringify(timerLine());
+    expect(await importTimers(target, linesOf(`\uFEFF${HEADER}`, line))).toMatchObject({ created: 1 });
+  });
+});
