@@ -34,6 +34,23 @@ Usage:
       Print DueTimeReached, DueTimeMissed and CommandRejected events of tenant T (all tenants when
       omitted) as JSON lines until interrupted.
 ${QUERY_USAGE}
+  timer-service export [--tenant T] [--out FILE]
+      Write every timer (of tenant T) and every prefix cancel of the configured store
+      (TIMER_STORE, TIMER_DB_PATH or TIMER_DATABASE_URL + TIMER_DATABASE_SCHEMA) as NDJSON to FILE
+      (default standard output): a header line, then one object a line. One consistent snapshot;
+      may run while the service runs.
+
+  timer-service import [--in FILE]
+      Write an export (default: standard input) into the configured store, 1,000 lines a
+      transaction; a stored timer with a commandTs >= the line's is kept, else replaced, so a
+      second import changes nothing. Prints counts of created, replaced and kept. A bad line: exit 1
+      with "line N: what is wrong", nothing of its batch written. Stop the store's instances first.
+
+  timer-service backup --out FILE
+      Copy the SQLite store (TIMER_DB_PATH) into the new file FILE while the service runs: one
+      consistent snapshot, checked, that the service starts on. Postgres: use pg_dump.
+      Moving and backing up step by step: docs/operations/move-to-postgres.md, backup.md.
+
 Common options:
   --server URL     NATS server(s), comma-separated (default: TIMER_BROKER_URL or
                    nats://127.0.0.1:4222). Credentials come from TIMER_NATS_* variables.
@@ -57,4 +74,7 @@ Examples:
   timer-service get --tenant acme --id invoice-42
   timer-service list --tenant acme --state Scheduled --id-prefix invoice- --all
   timer-service stats --tenant acme
+  timer-service export --out timers.ndjson
+  TIMER_STORE=postgres TIMER_DATABASE_URL=postgres://… timer-service import --in timers.ndjson
+  timer-service backup --out /backups/timer-$(date -u +%Y%m%dT%H%M%SZ).db
 `;

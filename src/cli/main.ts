@@ -27,6 +27,7 @@ const OPTIONS = {
   server: { type: "string" },
   prefix: { type: "string" },
   traceparent: { type: "string" },
+  out: { type: "string" },
   help: { type: "boolean", short: "h" },
   ...QUERY_OPTIONS,
 } as const;
@@ -61,6 +62,13 @@ async function main(argv: string[]): Promise<number> {
       return retry(flags);
     case "watch":
       return watch(flags);
+    case "export":
+    case "import":
+    case "backup": {
+      const transfer = await import("./transfer-commands.js");
+      const run = { export: transfer.exportCommand, import: transfer.importCommand, backup: transfer.backupCommand }[command];
+      return run(flags);
+    }
     case "get":
     case "list":
     case "stats":

@@ -1,0 +1,205 @@
+import type pg from "pg";
+import type { ImportCounts, TimerTransfer, TransferRecord } from "../../app/transfer/timer-transfer.js";
+import { isScheduled, type Timer } from "../../domain/timer.js";
+import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
+import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerColumnValues } from "../storage/timer-columns.js";
+import {
+  PREFIX_CANCEL_SELECT,
+  timerFromRow,
+  transferTimerSelect,
+  type TransferPrefixCancelRow,
+  type TransferTimerRow,
+} from "../storage/transfer-rows.js";
+import { createPostgresPool } from "./postgres-pool.js";
+import { migratePostgres } from "./postgres-migrations.js";
+import { LOCK_DUE_TENANTS_SHARED, LOWER_DUE_TENANTS } from "./timer-schedules.sql.js";
+
+export interface PostgresTimerTransferOptions {
+  /** `postgres://user:pass@host:port/db`; never logged. */
+  readonly url: string;
+  readonly schema: string;
+  /** TIMER_DATABASE_TIMEOUT_MS: the longest one statement may take (a page of an export, one batch). */
+  readonly timeoutMs: number;
+  readonly migrationsFolder?: string;
+}
+
+/** Rows per FETCH of an export: one page in memory at a time. */
+const EXPORT_PAGE_ROWS = 1_000;
+
+/** The Postgres type of each column's array parameter (as in UPSERT_DECISIONS). */
+const ARRAY_TYPES: Readonly<Record<string, string>> = {
+  generation: "integer[]",
+  attempt: "integer[]",
+  trace_flags: "integer[]",
+  due_at: "bigint[]",
+  command_ts: "bigint[]",
+  registered_at: "bigint[]",
+  reached_at: "bigint[]",
+  updated_at: "bigint[]",
+  occurrence: "bigint[]",
+  max_lateness_ms: "bigint[]",
+  fired_at: "bigint[]",
+  completed_at: "bigint[]",
+  deadline_at: "bigint[]",
+};
+
+const UNNEST = TIMER_COLUMNS.map(({ column }, i) => `$${i + 1}::${ARRAY_TYPES[column] ?? "text[]"}`).join(", ");
+
+/**
+ * Writes a batch (one row per key): new keys are inserted, a stored row is overwritten only when its
+ * command_ts is older (§3.2), its claim dropped. `xmax = 0` tells an inserted row from an updated
+ * one; a kept row returns nothing. One statement: the statement-level triggers of
+ * timer_state_counts count the batch once.
+ */
+const IMPORT_TIMERS = `
+  INSERT INTO timer_schedules AS t (${TIMER_COLUMN_NAMES})
+  SELECT * FROM unnest(${UNNEST})
+  ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET
+    ${TIMER_VALUE_COLUMNS.map((c) => `${c} = excluded.${c}`).join(", ")}, claimed_by = NULL, claimed_until = NULL
+  WHERE t.command_ts < excluded.command_ts
+  RETURNING (xmax = 0) AS created`;
+
+/** The same for prefix cancels; a written one sweeps its prefix again from the start (progress_key ''). */
+const IMPORT_PREFIX_CANCELS = `
+  INSERT INTO timer_prefix_cancels AS p (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key)
+  SELECT tenant_id, prefix, command_ts, updated_at, ''
+  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS i(tenant_id, prefix, command_ts, updated_at)
+  ON CONFLICT (tenant_id, service_call_id_prefix) DO UPDATE SET
+    command_ts = excluded.command_ts, updated_at = excluded.updated_at, progress_key = ''
+  WHERE p.command_ts < excluded.command_ts
+  RETURNING (xmax = 0) AS created`;
+
+/** Opens a pool of its own (the service's settings), and migrates the schema as the service does at start. */
+export async function openPostgresTimerTransfer(options: PostgresTimerTransferOptions): Promise<PostgresTimerTransfer> {
+  const pool = createPostgresPool({
+    url: options.url,
+    schema: options.schema,
+    maxConnections: 1,
+    timeoutMs: options.timeoutMs,
+    onIdleError: () => {},
+  });
+  try {
+    await migratePostgres(pool, options.schema, options.migrationsFolder);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  return new PostgresTimerTransfer(pool);
+}
+
+/**
+ * Export and import on a Postgres schema (CONTRACT §18). An export is one REPEATABLE READ READ ONLY
+ * transaction (one snapshot, also while instances write) read through a cursor a page at a time; an
+ * import batch is one transaction, written as the store writes commands: rows in key order, the due
+ * tenants lowered under their shared advisory locks, counts kept by the table's triggers.
+ */
+export class PostgresTimerTransfer implements TimerTransfer {
+  readonly kind = "postgres";
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  async *exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord> {
+    const client = await this.pool.connect();
+    let failed = false;
+    try {
+      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      // The reader of the export may pause (a full pipe) longer than TIMER_DATABASE_TIMEOUT_MS.
+      await client.query("SET LOCAL idle_in_transaction_session_timeout = 0");
+      const where = options.tenantId === undefined ? "" : "WHERE tenant_id = $1";
+      const values = options.tenantId === undefined ? [] : [options.tenantId];
+      await client.query(
+        `DECLARE timers NO SCROLL CURSOR FOR SELECT ${transferTimerSelect(true)} FROM timer_schedules ${where} ORDER BY tenant_id, service_call_id`,
+        values,
+      );
+      for (;;) {
+        const { rows } = await client.query<TransferTimerRow>(`FETCH ${EXPORT_PAGE_ROWS} FROM timers`);
+        for (const row of rows) yield { kind: "timer", timer: timerFromRow(row) };
+        if (rows.length < EXPORT_PAGE_ROWS) break;
+      }
+      const { rows } = await client.query<TransferPrefixCancelRow>(
+        `SELECT ${PREFIX_CANCEL_SELECT(true)} FROM timer_prefix_cancels ${where} ORDER BY tenant_id, service_call_id_prefix`,
+        values,
+      );
+      for (const row of rows) yield { kind: "prefixCancel", prefixCancel: { ...row } };
+      await client.query("COMMIT");
+    } catch (error) {
+      failed = true;
+      throw error;
+    } finally {
+      // Stopped early (the reader gave up) or failed: end the transaction before the connection goes back.
+      const ended = await client.query("ROLLBACK").then(
+        () => true,
+        () => false,
+      );
+      client.release(failed || !ended);
+    }
+  }
+
+  async importBatch(records: readonly TransferRecord[]): Promise<ImportCounts> {
+    // Key order: two writers of the same keys lock them in one order.
+    const timers = records.flatMap((r) => (r.kind === "timer" ? [r.timer] : [])).sort(compareTimerKeys);
+    const cancels = records
+      .flatMap((r) => (r.kind === "prefixCancel" ? [r.prefixCancel] : []))
+      .sort((a, b) => compareCodePoints(a.tenantId, b.tenantId) || compareCodePoints(a.serviceCallIdPrefix, b.serviceCallIdPrefix));
+    const client = await this.pool.connect();
+    let failed = false;
+    try {
+      await client.query("BEGIN");
+      const written = timers.length === 0 ? [] : (await client.query<{ created: boolean }>(IMPORT_TIMERS, columnArrays(timers))).rows;
+      await lowerDueTenants(client, timers);
+      const writtenCancels =
+        cancels.length === 0
+          ? []
+          : (
+              await client.query<{ created: boolean }>(IMPORT_PREFIX_CANCELS, [
+                cancels.map((c) => c.tenantId),
+                cancels.map((c) => c.serviceCallIdPrefix),
+                cancels.map((c) => c.commandTs),
+                cancels.map((c) => c.recordedAtMs),
+              ])
+            ).rows;
+      await client.query("COMMIT");
+      return { ...counts(written, timers.length), prefixCancels: counts(writtenCancels, cancels.length) };
+    } catch (error) {
+      failed = true;
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    } finally {
+      client.release(failed);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+function counts(written: readonly { created: boolean }[], total: number): { created: number; replaced: number; kept: number } {
+  const created = written.filter((row) => row.created).length;
+  return { created, replaced: written.length - created, kept: total - written.length };
+}
+
+/** One array per column, in TIMER_COLUMNS order. */
+function columnArrays(timers: readonly Timer[]): unknown[][] {
+  const arrays: unknown[][] = TIMER_COLUMNS.map(() => []);
+  for (const timer of timers) timerColumnValues(timer).forEach((value, i) => arrays[i]!.push(value));
+  return arrays;
+}
+
+/**
+ * Lowers timer_due_tenants to the earliest Scheduled due time of each tenant in the batch, as a
+ * command batch does (a lower bound is always safe: a poll raises it again). Without it a tenant new
+ * to this schema would never be polled.
+ */
+async function lowerDueTenants(client: pg.PoolClient, timers: readonly Timer[]): Promise<void> {
+  const earliest = new Map<string, number>();
+  for (const timer of timers) {
+    if (!isScheduled(timer)) continue;
+    const seen = earliest.get(timer.tenantId);
+    if (seen === undefined || timer.dueAtMs < seen) earliest.set(timer.tenantId, timer.dueAtMs);
+  }
+  if (earliest.size === 0) return;
+  const tenants = [...earliest.keys()].sort(compareCodePoints);
+  await client.query(LOCK_DUE_TENANTS_SHARED, [tenants]);
+  await client.query(LOWER_DUE_TENANTS, [tenants, tenants.map((tenant) => earliest.get(tenant)!)]);
+}

@@ -1,0 +1,144 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { drizzle } from "drizzle-orm/better-sqlite3";
+import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import type { ImportCounts, TimerTransfer, TransferRecord } from "../../app/transfer/timer-transfer.js";
+import type { Timer } from "../../domain/timer.js";
+import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerColumnValues } from "../storage/timer-columns.js";
+import {
+  PREFIX_CANCEL_SELECT,
+  timerFromRow,
+  transferTimerSelect,
+  type TransferPrefixCancelRow,
+  type TransferTimerRow,
+} from "../storage/transfer-rows.js";
+
+// src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
+const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
+
+/** A running service holds the write lock for one short transaction at a time: wait that out. */
+const BUSY_TIMEOUT_MS = 10_000;
+
+export interface SqliteTimerTransferOptions {
+  /** The store's file (TIMER_DB_PATH). */
+  readonly path: string;
+  /** An export needs the file; an import creates it (and its folder) when missing. */
+  readonly create: boolean;
+  readonly migrationsFolder?: string;
+}
+
+const VALUES = TIMER_COLUMNS.map(() => "?").join(", ");
+
+/**
+ * Export and import on a SQLite file (CONTRACT §18), on a connection of its own: an export may run
+ * beside the service (WAL: one read transaction is one snapshot however long the writer goes on);
+ * an import writes as the service would, and the file's triggers keep `timer_state_counts` and
+ * `timer_due_tenants` in step.
+ */
+export function openSqliteTimerTransfer(options: SqliteTimerTransferOptions): SqliteTimerTransfer {
+  if (!options.create && !existsSync(options.path)) throw new Error(`no SQLite store at ${options.path} (TIMER_DB_PATH)`);
+  mkdirSync(dirname(options.path), { recursive: true });
+  const db = new Database(options.path);
+  try {
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = FULL");
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // As on the service's connections: delete triggers also see rows a REPLACE removes.
+    db.pragma("recursive_triggers = ON");
+    // As at service start: a file of an older release gets this release's columns first.
+    migrate(drizzle({ client: db }), { migrationsFolder: options.migrationsFolder ?? DEFAULT_MIGRATIONS_FOLDER });
+    return new SqliteTimerTransfer(db);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+export class SqliteTimerTransfer implements TimerTransfer {
+  readonly kind = "sqlite";
+  readonly #db: Database.Database;
+  readonly #allTimers: Database.Statement<[], TransferTimerRow>;
+  readonly #tenantTimers: Database.Statement<[string], TransferTimerRow>;
+  readonly #allPrefixCancels: Database.Statement<[], TransferPrefixCancelRow>;
+  readonly #tenantPrefixCancels: Database.Statement<[string], TransferPrefixCancelRow>;
+  readonly #timerCommandTs: Database.Statement<[string, string], { commandTs: number }>;
+  readonly #insertTimer: Database.Statement<unknown[]>;
+  readonly #updateTimer: Database.Statement<unknown[]>;
+  readonly #prefixCommandTs: Database.Statement<[string, string], { commandTs: number }>;
+  readonly #upsertPrefixCancel: Database.Statement<[string, string, number, number]>;
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+    const timers = `SELECT ${transferTimerSelect(false)} FROM timer_schedules`;
+    // Key order is the primary key's (WITHOUT ROWID: the table is that b-tree), code points as in Postgres' "C".
+    this.#allTimers = db.prepare(`${timers} ORDER BY tenant_id, service_call_id`);
+    this.#tenantTimers = db.prepare(`${timers} WHERE tenant_id = ? ORDER BY tenant_id, service_call_id`);
+    const prefixCancels = `SELECT ${PREFIX_CANCEL_SELECT(false)} FROM timer_prefix_cancels`;
+    this.#allPrefixCancels = db.prepare(`${prefixCancels} ORDER BY tenant_id, service_call_id_prefix`);
+    this.#tenantPrefixCancels = db.prepare(`${prefixCancels} WHERE tenant_id = ? ORDER BY tenant_id, service_call_id_prefix`);
+    this.#timerCommandTs = db.prepare("SELECT command_ts AS commandTs FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?");
+    this.#insertTimer = db.prepare(`INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${VALUES})`);
+    // Through the upsert form, so that only the update triggers fire (no delete + insert).
+    this.#updateTimer = db.prepare(`
+      INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${VALUES})
+      ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET ${TIMER_VALUE_COLUMNS.map((c) => `${c} = excluded.${c}`).join(", ")}`);
+    this.#prefixCommandTs = db.prepare(
+      "SELECT command_ts AS commandTs FROM timer_prefix_cancels WHERE tenant_id = ? AND service_call_id_prefix = ?",
+    );
+    // progress_key '': the sweep (re)starts at the beginning of the prefix and cancels what it covers here.
+    this.#upsertPrefixCancel = db.prepare(`
+      INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key)
+      VALUES (?, ?, ?, ?, '')
+      ON CONFLICT (tenant_id, service_call_id_prefix) DO UPDATE SET
+        command_ts = excluded.command_ts, updated_at = excluded.updated_at, progress_key = ''`);
+  }
+
+  async *exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord> {
+    const tenantId = options.tenantId;
+    // One deferred read transaction: its first SELECT fixes the snapshot both tables are read from.
+    this.#db.exec("BEGIN");
+    try {
+      const timers = tenantId === undefined ? this.#allTimers.iterate() : this.#tenantTimers.iterate(tenantId);
+      for (const row of timers) yield { kind: "timer", timer: timerFromRow(row) };
+      const cancels = tenantId === undefined ? this.#allPrefixCancels.iterate() : this.#tenantPrefixCancels.iterate(tenantId);
+      for (const row of cancels) yield { kind: "prefixCancel", prefixCancel: { ...row } };
+    } finally {
+      if (this.#db.inTransaction) this.#db.exec("COMMIT");
+    }
+  }
+
+  async importBatch(records: readonly TransferRecord[]): Promise<ImportCounts> {
+    const write = this.#db.transaction(() => {
+      const timers = { created: 0, replaced: 0, kept: 0 };
+      const prefixCancels = { created: 0, replaced: 0, kept: 0 };
+      for (const record of records) {
+        if (record.kind === "timer") timers[this.#importTimer(record.timer)]++;
+        else {
+          const { tenantId, serviceCallIdPrefix, commandTs, recordedAtMs } = record.prefixCancel;
+          const stored = this.#prefixCommandTs.get(tenantId, serviceCallIdPrefix);
+          if (stored !== undefined && stored.commandTs >= commandTs) prefixCancels.kept++;
+          else {
+            this.#upsertPrefixCancel.run(tenantId, serviceCallIdPrefix, commandTs, recordedAtMs);
+            prefixCancels[stored === undefined ? "created" : "replaced"]++;
+          }
+        }
+      }
+      return { ...timers, prefixCancels };
+    });
+    // IMMEDIATE: the write lock is taken before the first read, so no reader-to-writer upgrade can fail busy.
+    return write.immediate();
+  }
+
+  #importTimer(timer: Timer): "created" | "replaced" | "kept" {
+    const stored = this.#timerCommandTs.get(timer.tenantId, timer.serviceCallId);
+    if (stored !== undefined && stored.commandTs >= timer.commandTs) return "kept";
+    (stored === undefined ? this.#insertTimer : this.#updateTimer).run(timerColumnValues(timer));
+    return stored === undefined ? "created" : "replaced";
+  }
+
+  async close(): Promise<void> {
+    this.#db.close();
+  }
+}
