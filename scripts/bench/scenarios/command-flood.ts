@@ -6,7 +6,8 @@
  *   and tenant C (in A's partition) each send 20 commands, one every 100 ms, each due at once.
  *   Reports B's and C's command-to-event latency (publish → DueTimeReached; the event follows the
  *   store by a poll, a few ms) p50 / max, and A's drain time, for the build of main before ingest
- *   fairness (FLOOD_BEFORE_COMMIT) and for this build, in the same run.
+ *   fairness (FLOOD_BEFORE_COMMIT), main before the backlog bypass (BYPASS_BEFORE_COMMIT: C waits
+ *   for A's partition) and this build, in the same run.
  * - cpuPerItem: 50,000 commands scheduled while the service runs, all due at one instant: service
  *   CPU per command (from the first publish until all are stored) and per event (from the due
  *   instant until all events arrived), for main before fair firing (CPU_BEFORE_COMMIT), main before
@@ -38,6 +39,8 @@ import {
 
 /** main before ingest fairness: one commands consumer for all tenants. */
 export const FLOOD_BEFORE_COMMIT = "0fd4785";
+/** main before the backlog bypass: partitions by tenant, each read in stream order (ADR-0010). */
+export const BYPASS_BEFORE_COMMIT = "cd2f58e";
 /** main before fair firing, quotas and ingest fairness. */
 export const CPU_BEFORE_COMMIT = "ccc0d74";
 
@@ -107,10 +110,12 @@ export async function commandFlood(ctx: BenchContext): Promise<Record<string, un
   const before = await floodRun(ctx, "commandFlood-before", n, baseline.entry);
   // This build with one partition: the design alone, apart from everything else since the commit above.
   const onePartition = await floodRun(ctx, "commandFlood-onePartition", n, undefined, { TIMER_COMMAND_PARTITIONS: "1" });
+  const beforeBypass = await floodRun(ctx, "commandFlood-beforeBypass", n, ensureBaselineBuild(BYPASS_BEFORE_COMMIT).entry);
   const after = await floodRun(ctx, "commandFlood", n, undefined);
   for (const [name, run] of [
     [FLOOD_BEFORE_COMMIT, before],
     ["one partition", onePartition],
+    [`${BYPASS_BEFORE_COMMIT} (before the bypass)`, beforeBypass],
     ["now", after],
   ] as const) {
     ctx.log(
@@ -119,7 +124,15 @@ export async function commandFlood(ctx: BenchContext): Promise<Record<string, un
         `${run.floodDrainSeconds} s (service ${run.serviceBusy} cores, nats-server ${run.natsBusy} cores)`,
     );
   }
-  return { flood: n, quietTenant: QUIET, sharingTenant: SHARING, before: { commit: FLOOD_BEFORE_COMMIT, ...before }, onePartition, after };
+  return {
+    flood: n,
+    quietTenant: QUIET,
+    sharingTenant: SHARING,
+    before: { commit: FLOOD_BEFORE_COMMIT, ...before },
+    onePartition,
+    beforeBypass: { commit: BYPASS_BEFORE_COMMIT, ...beforeBypass },
+    after,
+  };
 }
 
 async function cpuRun(ctx: BenchContext, label: string, n: number, entry: string | undefined, env: Record<string, string> = {}) {
