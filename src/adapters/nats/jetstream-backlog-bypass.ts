@@ -69,11 +69,13 @@ export class JetStreamBacklogBypass {
 
   /** One round: reads what the flooded sources' small tenants have queued; returns how many were handed over. */
   async round(): Promise<number> {
+    const sources = this.options.sources();
+    if (sources.length === 0) return 0;
     const consumers = new Map<string, ConsumerInfo>();
     for await (const info of this.jsm.consumers.list(this.options.stream)) consumers.set(info.name, info);
     const handed: Promise<void>[] = [];
     try {
-      for (const source of this.options.sources()) {
+      for (const source of sources) {
         const consumer = consumers.get(source.consumer);
         if (consumer === undefined || consumer.num_pending < BYPASS_BACKLOG_MIN) continue;
         await this.readSource(source, consumer.delivered.stream_seq, handed);
