@@ -96,6 +96,7 @@ describe("backlog bypass", () => {
     const { bypass, handed } = bypassWith(topology, sources, () => ({ kind: "ack" }));
 
     expect(await bypass.round()).toBe(4);
+    await bypass.settled();
 
     expect(handed.map((h) => decoder.decode(h.body)).sort()).toEqual(["b-0", "b-1", "b-2", "c-0"]);
     expect(handed.filter((h) => h.subject.endsWith(`.${b}`)).map((h) => h.subject)).toEqual([
@@ -123,6 +124,7 @@ describe("backlog bypass", () => {
     const { bypass, handed } = bypassWith(topology, sources, () => ({ kind: "ack" }));
 
     await bypass.round();
+    await bypass.settled();
 
     expect(handed.map((h) => decoder.decode(h.body))).toEqual(["b-late"]);
     early!.ack();
@@ -136,14 +138,40 @@ describe("backlog bypass", () => {
     let decision: CommandSettlement = { kind: "nak", delayMs: 300 };
     const { bypass, handed } = bypassWith(topology, sources, () => decision);
 
-    await bypass.round();
+    expect(await bypass.round()).toBe(1);
+    await bypass.settled();
     expect(await bypass.round()).toBe(0);
     expect(await storedFor(topology, b)).toBe(1);
     await new Promise((r) => setTimeout(r, 350));
     decision = { kind: "term", reason: "rejected" };
     expect(await bypass.round()).toBe(1);
+    await bypass.settled();
 
     expect(handed.map((h) => h.deliveryCount)).toEqual([1, 2]);
+    expect(await storedFor(topology, b)).toBe(0);
+  });
+
+  it("when a round's commands are still in flight, then the next round reads only what came since", async () => {
+    const { topology, sources } = await setUp();
+    const b = sharing[0]!;
+    await flood(topology, BYPASS_BACKLOG_MIN + 100);
+    await publish(topology, b, ["b-0", "b-1"]);
+    const held: StoredDeliveredCommand[] = [];
+    const bypass = new JetStreamBacklogBypass(jsm, {
+      stream: topology.commandsStream,
+      sources: () => sources,
+      hand: (command) => held.push(command),
+      logger: new RecordingLogger(),
+    });
+
+    expect(await bypass.round()).toBe(2);
+    expect(await bypass.round()).toBe(0);
+    await publish(topology, b, ["b-2"]);
+    expect(await bypass.round()).toBe(1);
+
+    expect(held.map((h) => decoder.decode(h.body))).toEqual(["b-0", "b-1", "b-2"]);
+    for (const command of held) command.settle({ kind: "ack" });
+    await bypass.settled();
     expect(await storedFor(topology, b)).toBe(0);
   });
 
@@ -164,6 +192,7 @@ describe("backlog bypass", () => {
     const { bypass, handed } = bypassWith(topology, sources, () => ({ kind: "ack" }));
 
     expect(await bypass.round()).toBe(1);
+    await bypass.settled();
 
     expect(handed.map((h) => h.subject)).toEqual([`${topology.subjectPrefix}.commands.schedule.quiet`]);
     expect(await storedFor(topology, "quiet")).toBe(0);

@@ -3,6 +3,8 @@ const MAX_ENTRIES = 10_000;
 
 interface Entry {
   readonly consumer: string;
+  /** The source and tenant it belongs to (the bypass's read position key). */
+  readonly tenant: string;
   readonly handovers: number;
   readonly notBeforeMs: number;
 }
@@ -28,11 +30,21 @@ export class BypassLedger {
     return (this.entries.get(seq)?.handovers ?? 0) + 1;
   }
 
+  /** The lowest sequence of `tenant`'s messages whose rest is over, if any: a read starts there again. */
+  firstDue(tenant: string, nowMs: number): number | undefined {
+    let first: number | undefined;
+    if (this.entries.size === 0) return first;
+    for (const [seq, entry] of this.entries) {
+      if (entry.tenant === tenant && entry.notBeforeMs <= nowMs && (first === undefined || seq < first)) first = seq;
+    }
+    return first;
+  }
+
   /** Handed over and left in the stream: hand it over again at `notBeforeMs` at the earliest. */
-  left(consumer: string, seq: number, notBeforeMs: number): void {
+  left(consumer: string, tenant: string, seq: number, notBeforeMs: number): void {
     const handovers = this.deliveryCount(seq);
     this.entries.delete(seq);
-    this.entries.set(seq, { consumer, handovers, notBeforeMs });
+    this.entries.set(seq, { consumer, tenant, handovers, notBeforeMs });
     if (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
   }
 

@@ -9,34 +9,42 @@ import { StoredDeliveredCommand } from "./stored-delivered-command.js";
 export const BYPASS_BACKLOG_MIN = 2_000;
 /** A tenant with more commands stored in a flooded source than this is a flooder too and stays in the consumer's lane. */
 export const BYPASS_TENANT_MAX = 1_000;
-/** Commands the bypass holds at once, handed over and not yet settled (its memory bound). */
-const ROUND_MAX = 2_000;
+/** Commands the bypass holds at once, handed over and not yet settled and removed (its memory bound). */
+const MAX_IN_FLIGHT = 2_000;
 /** Tenants read at the same time (each is a chain of one request per message). */
 const READ_CONCURRENCY = 4;
-/** How often the consumers' backlogs are looked at when the last round found nothing to read. */
-const IDLE_MS = 250;
+/** The pause between rounds: what a tenant's command waits at most before a round looks for it. */
+const IDLE_MS = 100;
+/** Read positions kept at most (one per small tenant of a flooded source); beyond, they are dropped. */
+const MAX_CURSORS = 10_000;
 /** A failing round (permissions, a leader election) is logged at most this often. */
 const WARN_EVERY_MS = 60_000;
 
 /**
  * The lane beside a flooded consumer (ADR-0010). A durable consumer delivers in stream order, so a
  * tenant whose commands share a partition with a flooder's 200,000 would wait for all of them. When
- * a source's consumer has at least BYPASS_BACKLOG_MIN commands not yet delivered, this reads the
+ * a source's consumer has at least BYPASS_BACKLOG_MIN commands not yet delivered, a round reads the
  * per-subject counts of the source, and for each tenant with at most BYPASS_TENANT_MAX stored, reads
  * its commands from the stream by subject (`next_by_subj`), after the consumer's delivered sequence
  * (what the consumer handed over stays its own), and hands them to the same batches as the
  * consumers'. After the processor's decision: ack or term removes the message from the stream (the
  * work-queue equivalent of an ack), a nak leaves it there for its delay (ledger).
  *
+ * Rounds run every IDLE_MS and do not wait for what earlier rounds handed over: a message in flight
+ * is not read again (nor are those before a tenant's read position), and at most MAX_IN_FLIGHT are
+ * in flight at once.
+ *
  * Duplicates are harmless and rare: the consumer may deliver a message between its info and the
  * read (one at the edge of its delivered sequence), and several instances may read the same one; a
  * command applied twice changes nothing the second time (CONTRACT §3.2), a rejection's event has
  * the same id, and removing a message already removed fails quietly.
- *
- * One round at a time; a round holds at most ROUND_MAX messages until they are settled.
  */
 export class JetStreamBacklogBypass {
   private readonly ledger = new BypassLedger();
+  /** Handed over and not yet settled and removed, by stream sequence. */
+  private readonly inFlight = new Map<number, Promise<void>>();
+  /** Per source and tenant: the last sequence read that no later round needs to read again. */
+  private readonly cursors = new Map<string, number>();
   private stopped = false;
   private running: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -65,53 +73,75 @@ export class JetStreamBacklogBypass {
     this.stopped = true;
     this.wake?.();
     await this.running;
+    await this.settled();
   }
 
-  /** One round: reads what the flooded sources' small tenants have queued; returns how many were handed over. */
+  /** Resolves once every command handed over so far is settled (and removed, when acked or termed). */
+  async settled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
+  }
+
+  /** One round: hands over what the flooded sources' small tenants have queued; returns how many. */
   async round(): Promise<number> {
     const sources = this.options.sources();
     if (sources.length === 0) return 0;
     const consumers = new Map<string, ConsumerInfo>();
     for await (const info of this.jsm.consumers.list(this.options.stream)) consumers.set(info.name, info);
-    const handed: Promise<void>[] = [];
-    try {
-      for (const source of sources) {
-        const consumer = consumers.get(source.consumer);
-        if (consumer === undefined || consumer.num_pending < BYPASS_BACKLOG_MIN) continue;
-        await this.readSource(source, consumer.delivered.stream_seq, handed);
-        if (this.stopped || handed.length >= ROUND_MAX) break;
-      }
-    } finally {
-      // Even when a read failed: what was handed over is settled before another round reads again.
-      await Promise.all(handed);
+    let handed = 0;
+    for (const source of sources) {
+      const consumer = consumers.get(source.consumer);
+      if (consumer === undefined || consumer.num_pending < BYPASS_BACKLOG_MIN) continue;
+      handed += await this.readSource(source, consumer.delivered.stream_seq);
+      if (this.stopped || this.inFlight.size >= MAX_IN_FLIGHT) break;
     }
-    return handed.length;
+    return handed;
   }
 
   /** Hands over the commands of the source's small tenants stored after `after`, the consumer's delivered sequence. */
-  private async readSource(source: CommandSource, after: number, handed: Promise<void>[]): Promise<void> {
+  private async readSource(source: CommandSource, after: number): Promise<number> {
     this.ledger.forgetThrough(source.consumer, after);
     const stream = await this.jsm.streams.info(this.options.stream, { subjects_filter: sourceSubjects(source) });
     // An operator's stream that denies deletes: a message read could never be removed.
-    if (stream.config.deny_delete) return;
+    if (stream.config.deny_delete) return 0;
     const tenants = tenantsWithin(stream.state.subjects ?? {}, source, BYPASS_TENANT_MAX);
+    if (this.cursors.size > MAX_CURSORS) this.cursors.clear();
+    let handed = 0;
     await inParallel(tenants, READ_CONCURRENCY, async ({ tenantId }) => {
-      let seq = after + 1;
-      while (!this.stopped && handed.length < ROUND_MAX) {
-        const message = await this.read(tenantSubjects(source, tenantId), seq);
-        if (message === null) return;
-        seq = message.seq + 1;
-        if (this.ledger.resting(message.seq, this.now())) continue;
-        handed.push(this.handOver(source, message));
-      }
+      const read = await this.readTenant(source, tenantId, after);
+      handed += read;
     });
+    return handed;
+  }
+
+  /**
+   * Hands over one tenant's commands in stream order, from its read position (or from the first of
+   * its nak'ed messages whose delay is over). The position moves past every message read: one in
+   * flight, resting after a nak or left to the consumer needs no reading before the ledger says so.
+   */
+  private async readTenant(source: CommandSource, tenantId: string, after: number): Promise<number> {
+    const key = `${source.consumer} ${tenantId}`;
+    const now = this.now();
+    let seq = Math.max(after + 1, Math.min((this.cursors.get(key) ?? 0) + 1, this.ledger.firstDue(key, now) ?? Infinity));
+    let handed = 0;
+    while (!this.stopped && this.inFlight.size < MAX_IN_FLIGHT) {
+      const message = await this.read(tenantSubjects(source, tenantId), seq);
+      if (message === null) break;
+      seq = message.seq + 1;
+      this.cursors.set(key, Math.max(message.seq, this.cursors.get(key) ?? 0));
+      if (this.inFlight.has(message.seq) || this.ledger.resting(message.seq, now)) continue;
+      this.inFlight.set(
+        message.seq,
+        this.handOver(source, key, message).finally(() => this.inFlight.delete(message.seq)),
+      );
+      handed++;
+    }
+    return handed;
   }
 
   private async loop(): Promise<void> {
     while (!this.stopped) {
-      let handed = 0;
       try {
-        handed = await this.round();
+        await this.round();
       } catch (error) {
         if (this.now() - this.lastWarnMs >= WARN_EVERY_MS) {
           this.lastWarnMs = this.now();
@@ -121,7 +151,7 @@ export class JetStreamBacklogBypass {
           );
         }
       }
-      if (handed === 0 && !this.stopped) await this.idle();
+      if (!this.stopped) await this.idle();
     }
   }
 
@@ -145,13 +175,13 @@ export class JetStreamBacklogBypass {
     return this.jsm.streams.getMessage(this.options.stream, query);
   }
 
-  private async handOver(source: CommandSource, message: StoredMsg): Promise<void> {
+  private async handOver(source: CommandSource, tenantKey: string, message: StoredMsg): Promise<void> {
     const subject = source.partitioned ? publishedSubject(message.subject) : message.subject;
     const command = new StoredDeliveredCommand(this.options.stream, message, subject, this.ledger.deliveryCount(message.seq));
     this.options.hand(command);
     const settlement = await command.settled;
     if (settlement === undefined || settlement.kind === "nak") {
-      this.ledger.left(source.consumer, message.seq, this.now() + (settlement?.delayMs ?? 1_000));
+      this.ledger.left(source.consumer, tenantKey, message.seq, this.now() + (settlement?.delayMs ?? 1_000));
       return;
     }
     try {
@@ -166,7 +196,7 @@ export class JetStreamBacklogBypass {
           "removing a bypassed command failed; its consumer will deliver it again",
         );
       }
-      this.ledger.left(source.consumer, message.seq, Number.POSITIVE_INFINITY);
+      this.ledger.left(source.consumer, tenantKey, message.seq, Number.POSITIVE_INFINITY);
     }
   }
 
