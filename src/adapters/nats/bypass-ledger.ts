@@ -58,6 +58,11 @@ export class BypassLedger {
     for (const [entrySeq, entry] of this.entries) if (entry.consumer === consumer && entrySeq <= seq) this.entries.delete(entrySeq);
   }
 
+  /** The stream was recreated: its sequence numbers mean other messages now. */
+  clear(): void {
+    this.entries.clear();
+  }
+
   get size(): number {
     return this.entries.size;
   }

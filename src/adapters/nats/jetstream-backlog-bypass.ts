@@ -45,6 +45,8 @@ export class JetStreamBacklogBypass {
   private readonly inFlight = new Map<number, Promise<void>>();
   /** Per source and tenant: the last sequence read that no later round needs to read again. */
   private readonly cursors = new Map<string, number>();
+  /** When the stream was created: a recreated stream starts its sequences over, so the positions go. */
+  private streamCreated: string | undefined;
   private stopped = false;
   private running: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -103,6 +105,11 @@ export class JetStreamBacklogBypass {
     const stream = await this.jsm.streams.info(this.options.stream, { subjects_filter: sourceSubjects(source) });
     // An operator's stream that denies deletes: a message read could never be removed.
     if (stream.config.deny_delete) return 0;
+    if (stream.created !== this.streamCreated) {
+      this.streamCreated = stream.created;
+      this.cursors.clear();
+      this.ledger.clear();
+    }
     const tenants = tenantsWithin(stream.state.subjects ?? {}, source, BYPASS_TENANT_MAX);
     if (this.cursors.size > MAX_CURSORS) this.cursors.clear();
     let handed = 0;
