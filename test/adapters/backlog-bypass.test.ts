@@ -175,6 +175,38 @@ describe("backlog bypass", () => {
     expect(await storedFor(topology, b)).toBe(0);
   });
 
+  it("when two instances read the same commands, then each applies them, both remove them, and the second removal passes quietly", async () => {
+    const { topology, sources } = await setUp();
+    const b = sharing[0]!;
+    await flood(topology, BYPASS_BACKLOG_MIN + 100);
+    await publish(topology, b, ["b-0", "b-1"]);
+    const instances = [0, 1].map(() => {
+      const handed: StoredDeliveredCommand[] = [];
+      const logger = new RecordingLogger();
+      const bypass = new JetStreamBacklogBypass(jsm, {
+        stream: topology.commandsStream,
+        sources: () => sources,
+        hand: (command) => handed.push(command),
+        logger,
+      });
+      return { bypass, handed, logger };
+    });
+
+    // Both read before either settles: the window in which several instances see the same messages.
+    expect(await Promise.all(instances.map((i) => i.bypass.round()))).toEqual([2, 2]);
+    for (const { handed } of instances) for (const command of handed) command.settle({ kind: "ack" });
+    await Promise.all(instances.map((i) => i.bypass.settled()));
+
+    expect(instances.map((i) => i.handed.map((h) => h.sourceId))).toEqual([
+      instances[0]!.handed.map((h) => h.sourceId),
+      instances[0]!.handed.map((h) => h.sourceId),
+    ]);
+    expect(await storedFor(topology, b)).toBe(0);
+    expect(instances.flatMap((i) => i.logger.at("warn"))).toEqual([]);
+    // Neither reads them again.
+    expect(await Promise.all(instances.map((i) => i.bypass.round()))).toEqual([0, 0]);
+  });
+
   it("when the partition's backlog is small, then the bypass leaves everything to the consumer", async () => {
     const { topology, sources } = await setUp();
     await flood(topology, 100);
