@@ -155,7 +155,7 @@ describe("commands stream partitions", () => {
     const topology = newTopology(4);
     const state = await ensureTimerTopology(jsm, { ...topology, serverVersion: "2.9.25" });
 
-    expect(state.sources).toEqual([{ consumer: topology.consumerName, partitioned: false }]);
+    expect(state.sources).toEqual([{ consumer: topology.consumerName, partitioned: false, stem: `${topology.subjectPrefix}.commands.` }]);
     expect((await jsm.streams.info(topology.commandsStream)).config.subject_transform).toBeUndefined();
     const processor = await startConsumer(topology, state.sources);
     await publish(topology, tenants.slice(0, 3));

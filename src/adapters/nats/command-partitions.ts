@@ -18,8 +18,13 @@ const PARTITIONED = "tenant-commands";
 /** Where one pull reads and how its subjects read as published. */
 export interface CommandSource {
   readonly consumer: string;
-  /** Stored subjects carry the partition token last; it is dropped before decoding. */
+  /** Stored subjects carry the partition token; it is dropped before decoding. */
   readonly partitioned: boolean;
+  /**
+   * What the source's stored commands start with: `{stem}{kind}.{tenantId}` (`{prefix}.commands.`,
+   * or `{prefix}.tenant-commands.{n}.`). The backlog bypass reads a tenant's commands by it.
+   */
+  readonly stem: string;
 }
 
 /** The transform that partitions commands by tenant (the fourth token, the second wildcard). */
@@ -48,11 +53,35 @@ export function partitionFilter(prefix: string, partition: number): string {
 }
 
 /** The sources to pull: the base consumer, then one per partition. */
-export function commandSources(baseConsumer: string, partitions: number): CommandSource[] {
-  const sources: CommandSource[] = [{ consumer: baseConsumer, partitioned: false }];
+export function commandSources(prefix: string, baseConsumer: string, partitions: number): CommandSource[] {
+  const sources: CommandSource[] = [{ consumer: baseConsumer, partitioned: false, stem: `${prefix}.commands.` }];
   if (partitions <= 1) return sources;
-  for (let p = 0; p < partitions; p++) sources.push({ consumer: partitionConsumerName(baseConsumer, p), partitioned: true });
+  for (let p = 0; p < partitions; p++) {
+    sources.push({ consumer: partitionConsumerName(baseConsumer, p), partitioned: true, stem: `${prefix}.${PARTITIONED}.${p}.` });
+  }
   return sources;
+}
+
+/** Every stored subject of a source (a stream info `subjects_filter`). */
+export function sourceSubjects(source: CommandSource): string {
+  return `${source.stem}>`;
+}
+
+/** The stored subjects of one tenant's commands in a source, of every kind. */
+export function tenantSubjects(source: CommandSource, tenantId: string): string {
+  return `${source.stem}*.${tenantId}`;
+}
+
+/** The tenant of a stored subject of the source's layout (`{stem}{kind}.{tenantId}`), else undefined. */
+export function storedTenant(source: CommandSource, storedSubject: string): string | undefined {
+  if (!storedSubject.startsWith(source.stem)) return undefined;
+  const rest = storedSubject.slice(source.stem.length).split(".");
+  return rest.length === 2 && rest[0] !== "" && rest[1] !== "" ? rest[1] : undefined;
+}
+
+/** The key that keeps one tenant's commands in order in the service's buffer: the subject's last token. */
+export function tenantKey(publishedSubject: string): string {
+  return publishedSubject.slice(publishedSubject.lastIndexOf(".") + 1);
 }
 
 /** The subject a partitioned message was published on, from the one it is stored under. */

@@ -107,7 +107,7 @@ export async function ensureTimerTopology(jsm: JetStreamManager, topology: Timer
   }
   return {
     created: (await ensureConsumers(jsm, topology, partitions ?? 1)) || created,
-    sources: commandSources(topology.consumerName, partitions ?? 1),
+    sources: commandSources(subjectPrefix, topology.consumerName, partitions ?? 1),
   };
 }
 

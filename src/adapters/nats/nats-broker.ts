@@ -40,7 +40,7 @@ export class NatsBroker {
     private readonly onTopologyRecreated: () => void,
   ) {
     this.js = jetstream(connection, { timeout: 5_000 });
-    this.commandSources = commandSources(topology.consumerName, 1);
+    this.commandSources = commandSources(topology.subjectPrefix, topology.consumerName, 1);
     this.unreachable = new BrokerUnreachableLog(logger, servers);
     void this.watchStatus();
     // An operator may delete the consumer or a stream at any time: recreate it within seconds.

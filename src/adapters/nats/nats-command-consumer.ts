@@ -1,34 +1,32 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../app/logger.js";
-import type { TraceContext } from "../../domain/trace-context.js";
-import { traceFromHeaders } from "../tracing/nats-trace-headers.js";
-import type { CommandSettlement, DeliveredCommand, TimerCommandProcessor } from "../../app/commands/timer-command-processor.js";
-import { publishedSubject, type CommandSource } from "./command-partitions.js";
+import type { CommandSettlement, TimerCommandProcessor } from "../../app/commands/timer-command-processor.js";
+import { publishedSubject, tenantKey, type CommandSource } from "./command-partitions.js";
+import { JetStreamBacklogBypass } from "./jetstream-backlog-bypass.js";
 import { JetStreamCommandPull } from "./jetstream-command-pull.js";
+import { JetStreamDeliveredCommand } from "./jetstream-delivered-command.js";
+import type { ReceivedCommand } from "./received-command.js";
 import { RoundRobinQueues } from "./round-robin-queues.js";
 
 /** Most command messages applied in one storage transaction (larger: fewer commits per command). */
 const COMMAND_BATCH_MAX = 5_000;
 
-/** A received message and the subject it was published on. */
-interface Received {
-  readonly message: JsMsg;
-  readonly subject: string;
-}
-
 /**
  * Pulls commands from the durable consumers (the base one and one per partition of the commands
  * stream) and feeds them to the command processor in micro-batches: every message that arrived
  * while the previous batch was being stored goes into the next one, so a quiet stream gets
- * per-message latency and a busy one large transactions. A batch takes the consumers' messages in
- * equal shares, so a flood in one partition delays another partition's commands by two batches at most.
- * Two batches are in flight at a time, and the processor applies them in order, which keeps the
- * commands of one key in delivery order. Settlement
- * happens only here: ack after commit, nak with delay after a transient fault, term for a rejected command.
+ * per-message latency and a busy one large transactions. A batch takes the buffered messages of
+ * every tenant in equal shares, so a flood delays another tenant's commands already received by two
+ * batches at most; the backlog bypass (JetStreamBacklogBypass) receives the commands of the small
+ * tenants of a flooded partition that its consumer has not delivered yet. Two batches are in flight
+ * at a time, and the processor applies them in order, which keeps the commands of one key in
+ * delivery order. Settlement happens only here: ack after commit, nak with delay after a transient
+ * fault, term for a rejected command (for the bypass's messages: removal, or left in the stream).
  */
 export class NatsCommandConsumer {
   private pulls: JetStreamCommandPull[] = [];
-  private readonly buffer = new RoundRobinQueues<Received>();
+  private readonly buffer = new RoundRobinQueues<ReceivedCommand>();
+  private bypass: JetStreamBacklogBypass | undefined;
   private draining: Promise<void> | undefined;
   private flushScheduled = false;
   /** Wakes a drain that waits for its batch in flight: a message came. */
@@ -48,6 +46,8 @@ export class NatsCommandConsumer {
       readonly sources?: () => readonly CommandSource[];
       readonly logger: Logger;
       readonly onMissingConsumer: () => void;
+      /** Read the small tenants of a flooded partition beside its consumer (default true). */
+      readonly backlogBypass?: boolean;
     },
   ) {}
 
@@ -87,7 +87,8 @@ export class NatsCommandConsumer {
     await this.starting;
     const pulls = this.pulls;
     this.pulls = [];
-    await Promise.all(pulls.map((pull) => pull.stop()));
+    // The bypass's stop waits for what it handed over to be settled, which the drain does meanwhile.
+    await Promise.all([...pulls.map((pull) => pull.stop()), this.bypass?.stop()]);
     await this.drain();
   }
 
@@ -95,20 +96,34 @@ export class NatsCommandConsumer {
     if (this.stopped || this.pulls.length > 0) return;
     const sources = this.options.sources?.() ?? [{ consumer: this.options.consumer, partitioned: false }];
     this.pulls = sources.map(
-      (source, index) =>
+      (source) =>
         new JetStreamCommandPull(this.js, {
           stream: this.options.stream,
           consumer: source.consumer,
           logger: this.options.logger,
-          receive: (message) => this.receive(index, message, source.partitioned),
+          receive: (message) => this.receive(message, source.partitioned),
           onMissingConsumer: this.options.onMissingConsumer,
         }),
     );
     await Promise.all(this.pulls.map((pull) => pull.start()));
+    if (this.options.backlogBypass !== false && this.bypass === undefined && !this.stopped) {
+      this.bypass = new JetStreamBacklogBypass(await this.js.jetstreamManager(false), {
+        stream: this.options.stream,
+        sources: () => this.options.sources?.() ?? [],
+        hand: (command) => this.buffered(command),
+        logger: this.options.logger,
+      });
+      this.bypass.start();
+    }
   }
 
-  private receive(source: number, message: JsMsg, partitioned: boolean): void {
-    this.buffer.push(source, { message, subject: partitioned ? publishedSubject(message.subject) : message.subject });
+  private receive(message: JsMsg, partitioned: boolean): void {
+    this.buffered(new JetStreamDeliveredCommand(message, partitioned ? publishedSubject(message.subject) : message.subject));
+  }
+
+  /** Into the buffer, in its tenant's queue; the batch that takes it is scheduled. */
+  private buffered(command: ReceivedCommand): void {
+    this.buffer.push(tenantKey(command.subject), command);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     // setImmediate, not a microtask: every message already parsed from the socket joins this batch.
@@ -151,66 +166,25 @@ export class NatsCommandConsumer {
     return this.draining;
   }
 
-  private async processBatch(batch: readonly Received[]): Promise<void> {
+  private async processBatch(batch: readonly ReceivedCommand[]): Promise<void> {
     let settlements: CommandSettlement[];
     try {
-      settlements = await this.processor.process(batch.map(({ message, subject }) => new JetStreamDeliveredCommand(message, subject)));
+      settlements = await this.processor.process(batch);
     } catch (error) {
       // The processor turns faults into settlements; this is a last resort so the consumer lives on.
       this.options.logger.error({ err: error, messages: batch.length }, "command batch failed; it will be redelivered");
       settlements = batch.map(() => ({ kind: "nak", delayMs: 1_000 }));
     }
-    try {
-      batch.forEach(({ message }, i) => settle(message, settlements[i]));
-    } catch (error) {
-      // A connection closed under us: the broker redelivers what was not settled.
-      this.options.logger.warn({ err: error, messages: batch.length }, "settling a command batch failed");
-    }
+    // Each on its own: a bypassed command's settlement must come back even when an ack failed.
+    let failed: unknown;
+    batch.forEach((command, i) => {
+      try {
+        command.settle(settlements[i]);
+      } catch (error) {
+        failed ??= error;
+      }
+    });
+    // A connection closed under us: the broker redelivers what was not settled.
+    if (failed !== undefined) this.options.logger.warn({ err: failed, messages: batch.length }, "settling a command batch failed");
   }
-}
-
-/**
- * A command message as the processor sees it. The delivery info is parsed from the reply subject
- * only when a field needs it (bare payloads, rejections, retries); prototype getters keep the
- * per-message object cheap.
- */
-class JetStreamDeliveredCommand implements DeliveredCommand {
-  readonly subject: string;
-  readonly body: Uint8Array;
-
-  constructor(
-    private readonly message: JsMsg,
-    /** As published: a partitioned stream stores it with the partition appended. */
-    subject: string,
-  ) {
-    this.subject = subject;
-    this.body = message.data;
-  }
-
-  get brokerTimestampMs(): number {
-    return Math.floor(this.message.info.timestampNanos / 1_000_000);
-  }
-
-  /** Stream, sequence and the broker's timestamp: unique even after the stream is recreated. */
-  get sourceId(): string {
-    const info = this.message.info;
-    return `${info.stream}:${info.streamSequence}:${Math.floor(info.timestampNanos / 1_000_000)}`;
-  }
-
-  get deliveryCount(): number {
-    return this.message.info.deliveryCount;
-  }
-
-  /** The W3C trace context of the message's headers (CONTRACT §13); read once, by the decoder. */
-  get trace(): TraceContext | undefined {
-    return traceFromHeaders(this.message);
-  }
-}
-
-function settle(message: JsMsg, settlement: CommandSettlement | undefined): void {
-  if (settlement === undefined || settlement.kind === "nak") message.nak(settlement?.delayMs ?? 1_000);
-  else if (settlement.kind === "ack") message.ack();
-  // A bare term: nats-server before 2.10.4 does not understand a term with a reason and would leave
-  // the message pending, to be redelivered and rejected again after every ack_wait.
-  else message.term();
 }

@@ -36,10 +36,10 @@ export function isCarriableTraceState(value: string): boolean {
  * `tracestate` is kept as it came, not as the propagator would re-serialize it, unless it cannot be
  * carried. Headers that cannot be read at all count as none: a header never costs a command.
  */
-export function traceFromHeaders(message: { readonly headers?: MsgHdrs | undefined }): TraceContext | undefined {
+export function traceFromHeaders(readHeaders: () => MsgHdrs | undefined): TraceContext | undefined {
   try {
     // Headers are parsed when first read; a block the client cannot parse throws there.
-    const headers = message.headers;
+    const headers = readHeaders();
     if (headers === undefined || !headers.has("traceparent")) return undefined;
     const span = trace.getSpanContext(w3cPropagator.extract(ROOT_CONTEXT, headers, natsHeaderGetter));
     if (span === undefined) return undefined;
