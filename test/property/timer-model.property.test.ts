@@ -720,8 +720,11 @@ async function runSequence(steps: readonly Step[]): Promise<void> {
     system.publisher.hold();
     const polling = system.worker.poll();
     await system.publisher.whenPending(firings.length);
-    await deliver(messages);
+    // A TIMER_FINAL rejection among these commands is a publish too, held until the release.
+    const delivering = deliver(messages);
+    await Promise.race([delivering, system.publisher.whenPending(firings.length + 1)]);
     system.publisher.release();
+    await delivering;
     await polling;
 
     expectEvents(before, firings, now);
