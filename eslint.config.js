@@ -79,6 +79,16 @@ export default tseslint.config(
     },
   },
   {
+    // Its command-line tool runs only on Node: Node's own modules too, still no package beyond @nats-io/*.
+    files: ["clients/typescript/src/cli.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^(?!\\./|@nats-io/|node:)", message: "the client's CLI imports its own files, node:* and @nats-io/*" }] },
+      ],
+    },
+  },
+  {
     // An adapter implements ports; it never reaches into another technology's adapter.
     files: ["src/adapters/**/*.ts"],
     rules: {
