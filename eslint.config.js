@@ -19,6 +19,11 @@ export default tseslint.config(
     },
   },
   {
+    // Plain Node scripts (the README's Quickstart): Node's globals.
+    files: ["**/*.mjs"],
+    languageOptions: { globals: { process: "readonly", console: "readonly" } },
+  },
+  {
     // Tests and scripts read untyped JSON from the wire on purpose.
     files: ["test/**/*.ts", "scripts/**/*.ts", "clients/typescript/test/**/*.ts"],
     rules: { "@typescript-eslint/no-explicit-any": "off" },

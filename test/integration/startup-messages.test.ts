@@ -38,7 +38,7 @@ describe("start-up messages", () => {
   });
 
   it("when the service is ready, then its line names the HTTP port and the database", async () => {
-    const ready = await waitFor(() => service.logs().find((l) => message(l).startsWith("timer service started")), {
+    const ready = await waitFor(() => service.logs().find((l) => message(l).startsWith("timer service started"))!, {
       timeoutMs: 10_000,
       what: "the ready line",
     });
