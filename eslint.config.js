@@ -19,6 +19,11 @@ export default tseslint.config(
     },
   },
   {
+    // Plain Node scripts (the README's Quickstart): Node's globals.
+    files: ["**/*.mjs"],
+    languageOptions: { globals: { process: "readonly", console: "readonly" } },
+  },
+  {
     // Tests and scripts read untyped JSON from the wire on purpose.
     files: ["test/**/*.ts", "scripts/**/*.ts", "clients/typescript/test/**/*.ts"],
     rules: { "@typescript-eslint/no-explicit-any": "off" },
@@ -75,6 +80,16 @@ export default tseslint.config(
       "no-restricted-imports": [
         "error",
         { patterns: [{ regex: "^(?!\\./|@nats-io/)", message: "the client imports only its own files (./x.js) and @nats-io/*" }] },
+      ],
+    },
+  },
+  {
+    // Its command-line tool runs only on Node: Node's own modules too, still no package beyond @nats-io/*.
+    files: ["clients/typescript/src/cli.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^(?!\\./|@nats-io/|node:)", message: "the client's CLI imports its own files, node:* and @nats-io/*" }] },
       ],
     },
   },

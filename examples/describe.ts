@@ -9,6 +9,8 @@ export function describeEvent(event: TimerEvent): string {
       return `DueTimeReached ${event.tenantId}/${event.payload.serviceCallId}: due ${event.payload.dueAt}, reached ${event.payload.reachedAt} (${event.payload.lateMs} ms late, generation ${event.payload.generation})`;
     case "DueTimeMissed":
       return `DueTimeMissed ${event.tenantId}/${event.payload.serviceCallId}: due ${event.payload.dueAt}, ${event.payload.lateMs} ms late`;
+    case "CommandRejected":
+      return `CommandRejected ${event.tenantId}/${event.payload.serviceCallId ?? "-"}: ${event.payload.code}: ${event.payload.reason}`;
   }
 }
 

@@ -41,12 +41,17 @@ export async function connectCli(flags: ConnectionFlags): Promise<NatsConnection
     import("@nats-io/transport-node"),
     import("../adapters/nats/nats-connection.js"),
   ]);
-  return connect({
-    ...natsConnectionOptions(servers, credentials),
-    name: "timer-service-cli",
-    waitOnFirstConnect: false,
-    maxReconnectAttempts: 10,
-  });
+  try {
+    return await connect({
+      ...natsConnectionOptions(servers, credentials),
+      name: "timer-service-cli",
+      waitOnFirstConnect: false,
+      maxReconnectAttempts: 10,
+    });
+  } catch (error) {
+    // The client library's wording, so both CLIs say which server did not answer.
+    throw new Error(`connecting to NATS at ${servers.join(", ")}: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 /** Runs `use` with a `@timer-service/client` for `tenantId` on the CLI's connection, then closes both. */

@@ -189,7 +189,8 @@ async function publish(flags: Flags, tenantId: string, send: (timers: TimerClien
   } catch (error) {
     const code = clientErrorCode(error);
     if (code === "INVALID_INPUT") throw new UsageError((error as Error).message);
-    if (code === "NO_RESPONDERS" || code === "TIMEOUT")
+    // The client's NO_RESPONDERS text already says the service has not created its streams.
+    if (code === "TIMEOUT")
       throw new Error(`${(error as Error).message} (is timer-service running? it creates the streams)`, { cause: error });
     throw error;
   }

@@ -18,6 +18,8 @@ import { PrometheusTimerMetrics } from "../adapters/metrics/prometheus-timer-met
 import { HealthHttpServer } from "../adapters/http/health-http-server.js";
 import { QueriesAndRetention } from "./queries-and-retention.js";
 import { NatsBroker } from "../adapters/nats/nats-broker.js";
+import { warnOfOldNatsServer } from "../adapters/nats/old-nats-server.js";
+import { ADMIN_DISABLED } from "../adapters/http/timer-query-routes.js";
 import { JetStreamEventPublisher } from "../adapters/nats/jetstream-event-publisher.js";
 import { JetStreamAckTracker } from "../adapters/nats/jetstream-ack-tracker.js";
 import { JetStreamCommandSender } from "../adapters/nats/jetstream-command-sender.js";
@@ -98,6 +100,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   http.use(queriesAndRetention.routes);
   const address = await http.listen(config.httpPort, config.httpHost);
   logger.info({ host: address.address, port: address.port }, "http listening");
+  if (config.adminToken === undefined) logger.info({ port: address.port }, ADMIN_DISABLED);
 
   let loop: DueTimerLoop | undefined;
   try {
@@ -109,6 +112,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       onReconnect: () => loop?.wake(),
       onTopologyRecreated: () => void consumer?.restart(),
     });
+    warnOfOldNatsServer(broker.connection.info?.version, logger);
   } catch (error) {
     clearInterval(pendingRefresh);
     stopStorageWatch();
@@ -194,6 +198,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       .start(connectedBroker.connection)
       .catch((error: unknown) => logger.error({ err: error }, "starting queries and retention failed"));
     await commandConsumer.start();
+    const database = storage.exclusive?.location ?? `schema ${config.storage.databaseSchema}`;
     logger.info(
       {
         commandsStream: config.commandsStream,
@@ -201,8 +206,10 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
         consumer: config.consumerName,
         store: storage.kind,
         owner,
+        httpPort: address.port,
+        database,
       },
-      "timer service started",
+      `timer service started: ready on HTTP port ${address.port}, ${storage.kind} database ${database}`,
     );
   };
   const { exclusive } = storage;

@@ -3,6 +3,7 @@ import { sameRecurrence } from "./recurrence.js";
 import { decideReport, type DeliveryPolicy } from "./delivery-rules.js";
 import { decideRetry } from "./retry-rules.js";
 import { traceMembers } from "./trace-context.js";
+import { isReuseOfFinalTimer, timerFinalReason } from "./final-timer.js";
 import type { CancelTimerCommand, CancelTimersByPrefixCommand, KeyCommand, ScheduleTimerCommand, TimerCommand } from "./timer-command.js";
 
 /**
@@ -26,11 +27,15 @@ export type CommandDecision =
       readonly retryLater?: boolean;
     }
   | {
-      /** Valid, but refused for a limit of the tenant (CONTRACT §12): nothing changes. */
+      /**
+       * Valid, but refused: nothing changes. `QUOTA_EXCEEDED` for a limit of the tenant (CONTRACT §12),
+       * `TIMER_FINAL` for a newer schedule of a timer closed to commands (§17), with its `reason`.
+       */
       readonly outcome: "refused";
       readonly previous: Timer | undefined;
       readonly next?: undefined;
-      readonly code: "QUOTA_EXCEEDED";
+      readonly code: "QUOTA_EXCEEDED" | "TIMER_FINAL";
+      readonly reason?: string;
     };
 
 /**
@@ -155,7 +160,11 @@ function firesTheSame(current: Timer, command: ScheduleTimerCommand): boolean {
 
 function decideSchedule(current: Timer | undefined, command: ScheduleTimerCommand, nowMs: number): CommandDecision {
   if (current === undefined) return { outcome: "accepted", previous: current, next: newTimer(command, "Scheduled", nowMs) };
-  if (isClosedToCommands(current.state) || isStale(current, command)) return { outcome: "ignored", previous: current };
+  if (isClosedToCommands(current.state)) {
+    if (!isReuseOfFinalTimer(current, command)) return { outcome: "ignored", previous: current };
+    return { outcome: "refused", previous: current, code: "TIMER_FINAL", reason: timerFinalReason(current) };
+  }
+  if (isStale(current, command)) return { outcome: "ignored", previous: current };
   // At an equal timestamp the cancel wins, so a redelivered schedule cannot undo it.
   if (current.state === "Cancelled" && command.timestampMs === current.commandTs) {
     return { outcome: "ignored", previous: current };

@@ -67,6 +67,23 @@ describe("timer-service CLI", () => {
     await nats?.dispose();
   });
 
+  it("when --cron or --tz is invalid, then nothing is sent and the error names the member and a valid value (exit 2)", async () => {
+    const cron = await runCli(["schedule", "--tenant", "acme", "--id", "bad-cron", "--cron", "every monday"], env);
+    expect(cron.code).toBe(2);
+    expect(cron.stderr).toContain(
+      'timer-service: ScheduleTimer /payload/repeat/cron: needs 5 fields: minute hour day-of-month month day-of-week; a valid value is 5 fields "minute hour day-of-month month day-of-week", e.g. "0 9 * * 1-5"',
+    );
+    const zone = await runCli(["schedule", "--tenant", "acme", "--id", "bad-zone", "--cron", "0 9 * * *", "--tz", "Berlin"], env);
+    expect(zone.code).toBe(2);
+    expect(zone.stderr).toContain('/payload/repeat/timezone: "Berlin" is not an IANA time zone; a valid value is an IANA time zone');
+  });
+
+  it("when nothing listens at the server URL, then the error names it", async () => {
+    const result = await runCli(["schedule", "--tenant", "acme", "--id", "x", "--in", "5s", "--server", "nats://127.0.0.1:1"], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^timer-service: connecting to NATS at nats:\/\/127\.0\.0\.1:1: /);
+  });
+
   it("when a timer is scheduled with --in, then watch prints its DueTimeReached with the data", async () => {
     const watcher = new Watcher(["--tenant", "cli"], env);
     await watcher.ready();

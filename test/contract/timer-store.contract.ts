@@ -691,7 +691,8 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect(await store.get(key("late"))).toMatchObject({ state: "Missed", reachedAtMs: NOW, dueAtMs: NOW - 60_000 });
         expect(await store.countScheduled()).toBe(0);
         const again = await apply(schedule("late", NOW + 1, { timestampMs: 9 }), cancel("late", { timestampMs: 10 }));
-        expect(again.map((d) => d.outcome)).toEqual(["ignored", "ignored"]);
+        // A newer schedule of a closed timer is refused TIMER_FINAL (CONTRACT §17), a cancel ignored; neither changes it.
+        expect(again.map((d) => d.outcome)).toEqual(["refused", "ignored"]);
       });
 
       it("when a rule, occurrence and lateness are stored, then they round trip through get", async () => {

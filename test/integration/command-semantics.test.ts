@@ -213,7 +213,7 @@ describe("command semantics", () => {
     expect(event.body.payload.data).toEqual({ rearmed: true });
   });
 
-  it("when a timer has fired, then a later schedule or cancel for it is ignored and no second event comes", async () => {
+  it("when a timer has fired, then a later schedule is rejected TIMER_FINAL, a cancel ignored, and no second event comes", async () => {
     const tenantId = "final";
     const id = uniqueId("reached");
     await client.schedule(tenantId, id, fromNow(0), { data: { round: 1 } });
@@ -229,7 +229,8 @@ describe("command semantics", () => {
     expect(events).toHaveLength(1);
     expect(events[0]!.body.payload.data).toEqual({ round: 1 });
     expect(deltas(before, await settledMetrics(service, client), [...COMMAND_SERIES, PENDING])).toMatchObject({
-      [SCHEDULE_IGNORED]: 2,
+      [SCHEDULE_REJECTED]: 2, // newer schedules of a fired timer (CONTRACT §17)
+      [SCHEDULE_IGNORED]: 0,
       [CANCEL_IGNORED]: 1,
       [SCHEDULE_ACCEPTED]: 1, // the barrier
       [CANCEL_ACCEPTED]: 0,

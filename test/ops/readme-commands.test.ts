@@ -14,7 +14,10 @@ import { TimerServiceProcess } from "../support/timer-service-process.js";
  */
 
 const repoRoot = resolve(import.meta.dirname, "../..");
-const README = readFileSync(join(repoRoot, "README.md"), "utf8");
+/** The README and the pages its detail moved to: their commands are checked alike. */
+const README = ["README.md", "docs/testing.md", "docs/configuration.md", "docs/usage.md", "docs/operations/README.md"]
+  .map((file) => readFileSync(join(repoRoot, file), "utf8"))
+  .join("\n");
 const CI_SCRIPT = readFileSync(join(repoRoot, ".ci/run"), "utf8");
 const TOKEN = "readme-admin-token-0123456789";
 
@@ -44,7 +47,7 @@ describe("README commands", () => {
   beforeAll(async () => {
     nats = await NatsServerProcess.start();
     service = await TimerServiceProcess.start(nats.url, { TIMER_ADMIN_TOKEN: TOKEN, TIMER_POLLING_INTERVAL: "200" });
-    env = { TIMER_BROKER_URL: nats.url, TIMER_ADMIN_TOKEN: TOKEN };
+    env = { TIMER_BROKER_URL: nats.url, NATS_URL: nats.url, TIMER_ADMIN_TOKEN: TOKEN };
   });
 
   afterAll(async () => {
@@ -103,7 +106,13 @@ describe("README commands", () => {
       }
       return;
     }
-    if (line.startsWith("npx tsx examples/")) {
+    if (line.startsWith("npx timer-client ")) {
+      // The client package's CLI, as another project runs it once the package is installed.
+      const result = sh(`node clients/typescript/dist/cli.js ${line.slice("npx timer-client ".length)}`, env);
+      expect(result.code, result.output).toBe(0);
+      return;
+    }
+    if (line.startsWith("npx tsx examples/") || line === "node examples/quickstart.mjs") {
       // An example program: it talks to this test's broker and service and exits 0 when it worked.
       const result = sh(line, env, 60_000);
       expect(result.code, result.output).toBe(0);

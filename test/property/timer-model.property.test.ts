@@ -292,8 +292,9 @@ class TimerModel {
         });
         return "accepted";
       }
-      // §3.4 Reached and Missed are final; §3.2 older commands are ignored, and at an equal timestamp the cancel wins.
-      if (final(timer)) return "ignored";
+      // §3.4 Reached and Missed are final: a newer schedule is rejected as TIMER_FINAL (§17), a re-sent
+      // or older one ignored; §3.2 older commands are ignored, and at an equal timestamp the cancel wins.
+      if (final(timer)) return command.timestampMs > timer.commandTs ? "rejected" : "ignored";
       if (command.timestampMs < timer.commandTs) return "ignored";
       if (timer.state === "Cancelled" && command.timestampMs === timer.commandTs) return "ignored";
       const sameDue = timer.series === null ? timer.dueAtMs === command.dueAtMs : true;
@@ -650,14 +651,23 @@ async function runSequence(steps: readonly Step[]): Promise<void> {
     totals.prefixCancels += specs.filter((spec) => spec.kind === "cancelprefix").length;
     totals.recurring += specs.filter((spec) => spec.kind === "schedule" && spec.repeat !== null).length;
     const handledBefore = system.metrics.handled.length;
+    const rejectedBefore = system.publisher.commandRejected.length;
     const settlements = await system.processor.process(specs.map((spec) => toMessage(spec, `S:${++sourceIds}`)));
     const expectedOutcomes = specs.map((spec) =>
       spec.kind === "cancelprefix" ? model.cancelPrefix(spec.tenant, spec.prefix, spec.ts) : model.apply(toModelCommand(spec)),
     );
 
-    expect(settlements.map((s) => s.kind)).toEqual(specs.map(() => "ack"));
-    expect(system.publisher.commandRejected).toEqual([]);
-    expect(system.metrics.handled.slice(handledBefore).map((h) => h.outcome)).toEqual(expectedOutcomes);
+    // A TIMER_FINAL rejection is counted once its event is out, after the batch's other outcomes.
+    expect(settlements.map((s) => s.kind)).toEqual(expectedOutcomes.map((o) => (o === "rejected" ? "term" : "ack")));
+    const rejectedKeys = specs.flatMap((spec, i) =>
+      expectedOutcomes[i] === "rejected" && spec.kind !== "cancelprefix" ? [spec.callId] : [],
+    );
+    const published = system.publisher.commandRejected.slice(rejectedBefore);
+    expect(published.map((r) => r.code)).toEqual(rejectedKeys.map(() => "TIMER_FINAL"));
+    expect(published.map((r) => r.serviceCallId).sort()).toEqual([...rejectedKeys].sort());
+    const handled = system.metrics.handled.slice(handledBefore).map((h) => h.outcome);
+    expect(handled.filter((o) => o !== "rejected")).toEqual(expectedOutcomes.filter((o) => o !== "rejected"));
+    expect(handled.filter((o) => o === "rejected")).toHaveLength(rejectedKeys.length);
   }
 
   /** What the model expects of firing the timers due now: their events, and what they become. */
@@ -712,8 +722,11 @@ async function runSequence(steps: readonly Step[]): Promise<void> {
     system.publisher.hold();
     const polling = system.worker.poll();
     await system.publisher.whenPending(firings.length);
-    await deliver(messages);
+    // A TIMER_FINAL rejection among these commands is a publish too, held until the release.
+    const delivering = deliver(messages);
+    await Promise.race([delivering, system.publisher.whenPending(firings.length + 1)]);
     system.publisher.release();
+    await delivering;
     await polling;
 
     expectEvents(before, firings, now);

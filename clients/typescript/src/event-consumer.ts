@@ -10,14 +10,14 @@ interface ConsumeSettings extends ConsumeOptions {
   readonly kinds: readonly EventKind[];
 }
 
-const KIND_TYPES: Record<EventKind, string> = { due: "DueTimeReached", missed: "DueTimeMissed" };
+const KIND_TYPES: Record<EventKind, string> = { due: "DueTimeReached", missed: "DueTimeMissed", rejected: "CommandRejected" };
 const CONSUMER_NOT_FOUND = 10014;
 const MAX_REMEMBERED = 100_000;
 const decoder = new TextDecoder();
 
 /**
- * The events filter: one kind's subject, or every event subject of the tenant when both are wanted
- * (a single filter works on every nats-server; CommandRejected events it also matches are acked
+ * The events filter: one kind's subject, or every event subject of the tenant when several are
+ * wanted (a single filter works on every nats-server; events of kinds not asked for are acked
  * without reaching the handler).
  */
 function filterSubject({ subjectPrefix, tenantId, kinds }: ConsumeSettings): string {

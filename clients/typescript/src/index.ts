@@ -3,6 +3,7 @@ export { TimerClientError, type TimerClientErrorCode, type TimerClientErrorOptio
 export type {
   CommandEnvelope,
   CommandOptions,
+  CommandRejectedPayload,
   ConsumeOptions,
   Delivery,
   DueTimeMissedPayload,
@@ -10,6 +11,7 @@ export type {
   EventKind,
   EventSubscription,
   ListQuery,
+  RejectionCode,
   Repeat,
   ScheduleInput,
   SendResult,

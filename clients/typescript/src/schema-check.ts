@@ -63,9 +63,15 @@ function equal(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
+function describedFormat(description: string, value: string): string {
+  const example = description.startsWith("ISO 8601") ? ', e.g. "2026-01-01T09:00:00Z" or "2026-01-01T10:00:00+01:00"' : "";
+  return `must be ${description}${example}; got ${JSON.stringify(value)}`;
+}
+
 /** The first problem of `value` against `schema` (`/payload/dueAt: …`), or undefined when it matches. */
 export function schemaProblem(schema: Schema, value: unknown, path = ""): string | undefined {
   const at = path === "" ? "/" : path;
+  if (value === undefined) return `${at}: is required`;
   if (schema.type !== undefined) {
     const types = Array.isArray(schema.type) ? (schema.type as string[]) : [schema.type as string];
     if (!types.some((t) => typeMatches(t, value))) return `${at}: must be ${types.join(" or ")}`;
@@ -80,7 +86,11 @@ export function schemaProblem(schema: Schema, value: unknown, path = ""): string
     if (typeof schema.pattern === "string") {
       let regex = patterns.get(schema.pattern);
       if (regex === undefined) patterns.set(schema.pattern, (regex = new RegExp(schema.pattern, "u")));
-      if (!regex.test(value)) return `${at}: must match ${schema.pattern}`;
+      // A described pattern names what a valid value looks like; the regex itself helps nobody.
+      if (!regex.test(value))
+        return typeof schema.description === "string"
+          ? `${at}: ${describedFormat(schema.description, value)}`
+          : `${at}: must match ${schema.pattern}`;
     }
   }
   if (typeof value === "number") {

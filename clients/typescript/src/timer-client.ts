@@ -3,11 +3,13 @@ import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { consumeEvents } from "./event-consumer.js";
 import { MESSAGE_SCHEMAS } from "./message-schemas.js";
 import { schemaProblem, type Schema } from "./schema-check.js";
+import { cronProblem } from "./cron-check.js";
 import { fromNatsError, TimerClientError } from "./timer-client-error.js";
 import type {
   CommandEnvelope,
   CommandOptions,
   ConsumeOptions,
+  EventKind,
   EventSubscription,
   ListQuery,
   ScheduleInput,
@@ -32,6 +34,9 @@ interface CommonOptions {
 /** Connect with the nats.js options (`servers`, `user`, `pass`, `token`, `tls`, …), or pass a connection (`nc`) the caller keeps. */
 export type TimerClientOptions = CommonOptions & ({ nc: NatsConnection } | (NodeConnectionOptions & { servers: string | string[] }));
 
+const TENANT_FORMAT = 'a tenant id is 1 to 64 letters, digits, "_" or "-", starting with a letter or digit, e.g. "acme"';
+const CRON_FORMAT = '5 fields "minute hour day-of-month month day-of-week", e.g. "0 9 * * 1-5" (09:00 on weekdays)';
+const EVENT_KINDS: readonly EventKind[] = ["due", "missed", "rejected"];
 const MAX_DATA_BYTES = 16_384;
 const MAX_COMMAND_BYTES = 64 * 1024;
 const encoder = new TextEncoder();
@@ -40,8 +45,10 @@ const decoder = new TextDecoder();
 /** Connects (or takes `nc`) and returns a client for one tenant. */
 export async function connectTimerClient(options: TimerClientOptions): Promise<TimerClient> {
   const { tenantId, subjectPrefix = "timer", eventsStream = "TIMER_EVENTS", timeoutMs = 5000 } = options;
+  if (tenantId === undefined || tenantId === null) throw new TimerClientError("INVALID_INPUT", `tenantId is required: ${TENANT_FORMAT}`);
   const tenantProblem = schemaProblem(bundledSchema("CancelTimer").properties.tenantId as Schema, tenantId, "/tenantId");
-  if (tenantProblem !== undefined) throw new TimerClientError("INVALID_INPUT", tenantProblem);
+  if (tenantProblem !== undefined)
+    throw new TimerClientError("INVALID_INPUT", `tenantId ${JSON.stringify(tenantId)} is not valid: ${TENANT_FORMAT}`);
   if (!/^[A-Za-z0-9_-]{1,32}$/.test(subjectPrefix))
     throw new TimerClientError("INVALID_INPUT", "subjectPrefix must match ^[A-Za-z0-9_-]{1,32}$");
   let nc: NatsConnection;
@@ -53,7 +60,7 @@ export async function connectTimerClient(options: TimerClientOptions): Promise<T
     try {
       nc = await connect(connectionOptions);
     } catch (error) {
-      throw fromNatsError(error, "connect");
+      throw fromNatsError(error, `connecting to NATS at ${[connectionOptions.servers].flat().join(", ")}`);
     }
     owned = true;
   }
@@ -72,6 +79,11 @@ const instant = (value: Date | string): string => {
     throw new TimerClientError("INVALID_INPUT", "a date must be a valid Date or an ISO 8601 string");
   return value.toISOString();
 };
+
+/** 16 random bytes as 32 hex digits. */
+export function randomCommandId(): string {
+  return Array.from(globalThis.crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 /** Members whose value is undefined are left out, as JSON would. */
 function defined(object: Record<string, unknown>): Record<string, unknown> {
@@ -102,7 +114,12 @@ export class TimerClient {
     return this.options.tenantId;
   }
 
-  /** Creates or reschedules the timer `serviceCallId`. */
+  /**
+   * Creates or reschedules the timer `serviceCallId`. An id is used once: once its timer has fired
+   * (or ended Missed, Completed, Failed, TimedOut) a newer schedule of it is rejected `TIMER_FINAL`
+   * (see `consume({ kinds: ["rejected"] })`); use a new serviceCallId per timer, e.g. "order-42-reminder".
+   * Throws `INVALID_INPUT` before sending for what the service would reject (the schema, the cron rule, the time zone).
+   */
   async schedule(input: ScheduleInput): Promise<SendResult> {
     const { serviceCallId, dueAt, data, repeat, maxLatenessMs, delivery, createdBy, createdVia, ...command } = input;
     if (data !== undefined && data !== null) {
@@ -115,6 +132,15 @@ export class TimerClient {
       if (text === undefined) throw new TimerClientError("INVALID_INPUT", "/payload/data: not a JSON value");
       if (encoder.encode(text).byteLength > MAX_DATA_BYTES)
         throw new TimerClientError("INVALID_INPUT", `/payload/data: over ${MAX_DATA_BYTES} bytes as JSON`);
+    }
+    if (repeat !== undefined && repeat !== null && typeof repeat.cron === "string") {
+      const timezone = typeof repeat.timezone === "string" ? repeat.timezone : "UTC";
+      const problem = cronProblem(repeat.cron, timezone);
+      if (problem !== undefined) {
+        const valid = problem.field === "cron" ? CRON_FORMAT : 'an IANA time zone, e.g. "Europe/Berlin" or "UTC"';
+        const detail = `/payload/repeat/${problem.field}: ${problem.reason}; a valid value is ${valid}`;
+        throw new TimerClientError("INVALID_INPUT", `ScheduleTimer ${detail}`, { detail });
+      }
     }
     const payload = defined({
       serviceCallId,
@@ -185,10 +211,15 @@ export class TimerClient {
   async consume(options: ConsumeOptions, handler: (event: TimerEvent) => Promise<void> | void): Promise<EventSubscription> {
     this.assertOpen();
     const kinds = options.kinds ?? ["due", "missed"];
+    if (options.durable === undefined)
+      throw new TimerClientError("INVALID_INPUT", 'durable is required: a consumer name such as "billing"');
     if (!/^[A-Za-z0-9_-]{1,255}$/.test(options.durable))
-      throw new TimerClientError("INVALID_INPUT", "durable must match ^[A-Za-z0-9_-]{1,255}$");
-    if (kinds.length === 0 || kinds.some((k) => k !== "due" && k !== "missed"))
-      throw new TimerClientError("INVALID_INPUT", 'kinds must hold "due" and/or "missed"');
+      throw new TimerClientError("INVALID_INPUT", 'durable must be 1 to 255 letters, digits, "_" or "-", e.g. "billing"');
+    if (!Array.isArray(kinds) || kinds.length === 0 || kinds.some((k) => !EVENT_KINDS.includes(k)))
+      throw new TimerClientError(
+        "INVALID_INPUT",
+        `kinds must be a non-empty list of ${EVENT_KINDS.map((k) => `"${k}"`).join(", ")}, e.g. ["due", "missed"]`,
+      );
     const subscription = await consumeEvents(this.connection, { ...this.options, ...options, kinds }, handler, () =>
       this.subscriptions.delete(subscription),
     );
@@ -214,7 +245,9 @@ export class TimerClient {
     this.assertOpen();
     const { tenantId, subjectPrefix } = this.options;
     const envelope = defined({
-      id: options.id ?? globalThis.crypto.randomUUID(),
+      // Random (128 bits), never derived from time or a counter: the id is also the stream's
+      // Nats-Msg-Id, and one another tenant could guess would have this command dropped as a duplicate.
+      id: options.id ?? randomCommandId(),
       type,
       tenantId,
       correlationId: options.correlationId,
@@ -242,7 +275,13 @@ export class TimerClient {
         seq: ack.seq,
       };
     } catch (error) {
-      throw fromNatsError(error, `publishing ${type}`);
+      const failure = fromNatsError(error, `publishing ${type}`);
+      if (failure.code !== "NO_RESPONDERS") throw failure;
+      throw new TimerClientError(
+        "NO_RESPONDERS",
+        `publishing ${type}: no stream stores ${subject}: the timer service has not created its streams on this NATS server yet (start the service once, or check subjectPrefix "${subjectPrefix}")`,
+        { cause: error },
+      );
     }
   }
 

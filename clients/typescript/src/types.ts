@@ -20,7 +20,12 @@ export interface Delivery {
 export interface CommandOptions {
   /** Copied into the events this command causes. 1..128 characters. */
   correlationId?: string;
-  /** The command's id (default: a random UUID); also its `Nats-Msg-Id`, so a re-send with the same id is dropped by the stream. */
+  /**
+   * The command's id (default: 128 random bits, unguessable); also its `Nats-Msg-Id`, so a re-send
+   * with the same id is dropped by the stream. A chosen id must be unguessable too: the commands
+   * stream is shared by all tenants, and another tenant's command with the same id within the
+   * stream's duplicate window is dropped as a duplicate.
+   */
   id?: string;
   /** When the command was made (default: now); the service orders commands of one timer by it. */
   timestampMs?: number;
@@ -165,16 +170,39 @@ interface EventBase {
   readonly deliveryCount: number;
 }
 
+/** The codes of CommandRejected, in the service's order of precedence (CONTRACT §2). */
+export type RejectionCode =
+  | "TOO_LARGE"
+  | "INVALID_JSON"
+  | "INVALID_ENVELOPE"
+  | "UNKNOWN_TYPE"
+  | "INVALID_FIELD"
+  | "TENANT_MISMATCH"
+  | "DUE_TOO_FAR"
+  | "QUOTA_EXCEEDED"
+  | "TIMER_FINAL";
+
+/** Why a command was refused; `commandId` is the command's envelope id (`SendResult.commandId`). */
+export interface CommandRejectedPayload {
+  readonly code: RejectionCode;
+  readonly reason: string;
+  readonly subject: string;
+  readonly commandId?: string;
+  readonly serviceCallId?: string;
+}
+
 export type TimerEvent =
   | (EventBase & { readonly type: "DueTimeReached"; readonly payload: DueTimeReachedPayload })
-  | (EventBase & { readonly type: "DueTimeMissed"; readonly payload: DueTimeMissedPayload });
+  | (EventBase & { readonly type: "DueTimeMissed"; readonly payload: DueTimeMissedPayload })
+  | (EventBase & { readonly type: "CommandRejected"; readonly payload: CommandRejectedPayload });
 
-export type EventKind = "due" | "missed";
+/** `due`: DueTimeReached, `missed`: DueTimeMissed, `rejected`: CommandRejected of the tenant's commands. */
+export type EventKind = "due" | "missed" | "rejected";
 
 export interface ConsumeOptions {
   /** The durable consumer's name: created on the events stream when missing, used as it is otherwise. */
   durable: string;
-  /** Which events (default both). */
+  /** Which events (default `["due", "missed"]`); add `"rejected"` to see the tenant's refused commands. */
   kinds?: readonly EventKind[];
   /** Where a new durable consumer starts: `"new"` (default) events from now on, or `"all"` the stream holds. */
   deliverPolicy?: "new" | "all";

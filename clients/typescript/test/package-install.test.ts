@@ -78,7 +78,7 @@ describe("npm pack of @timer-service/client", () => {
     writeFileSync(join(project, "run.mjs"), SCRIPT);
     const output = execFileSync(process.execPath, ["run.mjs"], { cwd: project, env: { ...process.env, NATS_URL: nats.url } }).toString();
     const result = JSON.parse(output.trim().split("\n").at(-1)!) as { commandId: string; refused: string };
-    expect(result.commandId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(result.commandId).toMatch(/^[0-9a-f]{32}$/);
     expect(result.refused).toBe("INVALID_INPUT");
 
     writeFileSync(join(project, "typed.ts"), TYPED);

@@ -31,6 +31,10 @@ function bearerToken(request: IncomingMessage): string | undefined {
   return match?.[1];
 }
 
+/** Why `/` and `/v1` answer 404, in the body and in the start-up log. */
+export const ADMIN_DISABLED =
+  "the admin page and the /v1 query API are disabled: start the service with TIMER_ADMIN_TOKEN set (16 or more printable characters) and send it as Authorization: Bearer <token>";
+
 const SECURITY_HEADERS = { "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer" };
 
 function json(response: ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
@@ -74,10 +78,15 @@ function tokenKind(request: IncomingMessage, adminToken: string, readToken: stri
 export function timerQueryRoutes(options: TimerQueryRoutesOptions): HttpRoutes {
   const { queries, adminToken, readToken, actions } = options;
   return (request, response) => {
-    if (adminToken === undefined) return false;
     const rawPath = (request.url ?? "/").split("?")[0] ?? "/";
     const asset = ADMIN_ASSETS.get(rawPath);
     const isApi = rawPath === "/v1" || rawPath.startsWith("/v1/");
+    if (adminToken === undefined) {
+      // Off by default: the 404 says how to turn it on, rather than looking like a wrong address.
+      if (asset === undefined && !isApi) return false;
+      json(response, 404, { error: "not found", hint: ADMIN_DISABLED });
+      return true;
+    }
     if (asset === undefined && !isApi) return false;
     const isAction = request.method === "POST" && isApi && actions !== undefined;
     if (request.method !== "GET" && request.method !== "HEAD" && !isAction) {

@@ -143,7 +143,9 @@ export class TimerCommandProcessor {
         // Its deliveryCount is read only where a settlement depends on it: the broker's delivery info is parsed on first use.
         const message = batch[v.index]!;
         if (decision?.outcome === "refused") {
-          const reason = `tenant ${v.command.tenantId} has ${this.deps.maxPendingPerTenant} Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)`;
+          const reason =
+            decision.reason ??
+            `tenant ${v.command.tenantId} has ${this.deps.maxPendingPerTenant} Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)`;
           rejected.push(this.reject(message, v.type, v.refusal(decision.code, reason)).then((s) => void (settlements[v.index] = s)));
           return;
         }

@@ -66,6 +66,7 @@ export const REJECTION_CODES = [
   "TENANT_MISMATCH",
   "DUE_TOO_FAR",
   "QUOTA_EXCEEDED",
+  "TIMER_FINAL",
 ] as const;
 
 export const commandRejectedPayloadSchema = z.object({

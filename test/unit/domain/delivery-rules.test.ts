@@ -140,7 +140,7 @@ describe("decideReport", () => {
     expect(decideReport(waiting, complete(61), 5_500).next).toMatchObject({ state: "Completed" });
   });
 
-  it("when a ScheduleTimer or CancelTimer reaches a Fired timer, then it is ignored (its event is out)", () => {
+  it("when a CancelTimer or a newer ScheduleTimer reaches a Fired timer, then the cancel is ignored and the schedule refused (its event is out)", () => {
     const timer = fired();
     expect(
       decideCommand(timer, { kind: "cancel", tenantId: "acme", serviceCallId: "s", correlationId: null, timestampMs: 99 }, 5_000).outcome,
@@ -150,8 +150,8 @@ describe("decideReport", () => {
         timer,
         { kind: "schedule", tenantId: "acme", serviceCallId: "s", dueAtMs: 1, data: null, correlationId: null, timestampMs: 99 },
         5_000,
-      ).outcome,
-    ).toBe("ignored");
+      ),
+    ).toMatchObject({ outcome: "refused", code: "TIMER_FINAL" });
   });
 });
 

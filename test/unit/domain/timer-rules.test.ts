@@ -209,11 +209,34 @@ describe("decideCommand: order of commands (CONTRACT §3.2)", () => {
 describe("decideCommand: Reached is final (CONTRACT §3.4)", () => {
   const reached = timer({ state: "Reached", reachedAtMs: NOW, commandTs: 100 });
 
-  it("when a newer schedule arrives for a Reached timer, then it is ignored and nothing is stored (not even commandTs)", () => {
+  it("when a newer schedule arrives for a Reached timer, then it is refused as TIMER_FINAL and nothing is stored (CONTRACT §17)", () => {
     const decision = decideCommand(reached, schedule({ dueAtMs: NOW + 999_999, timestampMs: 500 }), LATER);
 
-    expect(decision).toEqual({ outcome: "ignored", previous: reached });
+    expect(decision).toEqual({ outcome: "refused", previous: reached, code: "TIMER_FINAL", reason: expect.any(String) });
+    const reason = (decision as { reason: string }).reason;
+    expect(reason).toContain(`is Reached since ${new Date(NOW).toISOString()}`);
+    expect(reason).toContain("a new serviceCallId");
+    expect(reason).not.toContain("RetryTimer");
   });
+
+  it.each([
+    ["Missed", { reachedAtMs: NOW }, NOW, true],
+    ["Failed", { updatedAtMs: NOW + 5 }, NOW + 5, true],
+    ["TimedOut", { updatedAtMs: NOW + 6 }, NOW + 6, true],
+    ["Completed", { completedAtMs: NOW + 7 }, NOW + 7, false],
+    ["Fired", { firedAtMs: NOW + 8 }, NOW + 8, false],
+  ] as const)(
+    "when a newer schedule arrives for a %s timer, then TIMER_FINAL names the state, since when and what to do",
+    (state, members, sinceMs, retryable) => {
+      const closed = timer({ state, commandTs: 100, ...members });
+      const decision = decideCommand(closed, schedule({ timestampMs: 101 }), LATER);
+
+      expect(decision).toMatchObject({ outcome: "refused", code: "TIMER_FINAL", previous: closed });
+      const reason = (decision as { reason: string }).reason;
+      expect(reason).toContain(`is ${state} since ${new Date(sinceMs).toISOString()}`);
+      expect(reason.includes("send RetryTimer")).toBe(retryable);
+    },
+  );
 
   it("when a newer cancel arrives for a Reached timer, then it is ignored and nothing is stored", () => {
     const decision = decideCommand(reached, cancel({ timestampMs: 500 }), LATER);
