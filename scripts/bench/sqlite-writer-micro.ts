@@ -1,14 +1,13 @@
 /**
  * A component benchmark of the writer thread's share of a command batch, in process on one thread:
- * `SqliteWriter.beginCommands` (BEGIN IMMEDIATE, a read per key) and `commitCommands` (the upsert of
- * each decided timer, COMMIT) on the service's connection settings, for new keys at random. It splits
- * what the writer thread spends per command, which the end-to-end `ingest` scenario cannot.
+ * `SqliteWriter.applyCommands` (BEGIN IMMEDIATE, a read per key, the domain's decisions, the upsert
+ * of each changed timer, COMMIT) on the service's connection settings, for new keys at random. It
+ * isolates what the writer thread spends per command, which the end-to-end `ingest` scenario cannot.
  *
  *   npx tsx scripts/bench/sqlite-writer-micro.ts [--commands 100000] [--batch 2000] [--rounds 3] [--synchronous FULL]
  *
  * `MICRO_SQL='…'` runs that SQL on each fresh store first, for what-ifs such as
- * `DROP TRIGGER timer_state_counts_insert`. Prints µs of CPU per command for the whole batch, the
- * reads alone and the commit alone; one JSON line on stdout.
+ * `DROP TRIGGER timer_state_counts_insert`. Prints µs of CPU per command; one JSON line on stdout.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
