@@ -59,6 +59,24 @@ export default tseslint.config(
     },
   },
   {
+    // Configuration is parsed at start-up from the environment alone: it knows no adapter (the
+    // arrows point from the composition root and the adapters to it, never from it up).
+    files: ["src/config/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "(^|/)(adapters|composition|app)/|(^|/)main\\.js$",
+              message: "src/config imports only its own files, the domain and node: built-ins",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The CLI publishes commands and runs queries only through @timer-service/client: one
     // implementation of the message formats and subjects for every producer.
     files: ["src/cli/**/*.ts"],

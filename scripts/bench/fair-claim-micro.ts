@@ -12,7 +12,6 @@ import { parseArgs } from "node:util";
 import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
 import { advanceDueCursor } from "../../src/app/firing/fair-due-selection.js";
 import type { DueCursor, TimerStore } from "../../src/app/timer-store.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
 
 const { values } = parseArgs({ options: { tenants: { type: "string" }, "per-tenant": { type: "string" }, batch: { type: "string" } } });
 const tenants = Number(values.tenants ?? 10_000);
@@ -22,7 +21,7 @@ const NOW = Date.parse("2026-11-26T12:00:00Z");
 
 async function drain(tenantCount: number, each: number): Promise<{ seconds: number; claimMs: number; recordMs: number }> {
   const dir = mkdtempSync(join(tmpdir(), "fair-claim-"));
-  const store: TimerStore = openSqliteTimerStore({ path: join(dir, "t.db"), synchronous: "NORMAL" });
+  const store: TimerStore = await openSqliteTimerStore({ path: join(dir, "t.db"), synchronous: "NORMAL" });
   const commands = Array.from({ length: tenantCount * each }, (_, i) => ({
     kind: "schedule" as const,
     tenantId: `t-${i % tenantCount}`,
@@ -35,7 +34,7 @@ async function drain(tenantCount: number, each: number): Promise<{ seconds: numb
     maxLatenessMs: null,
   }));
   for (let i = 0; i < commands.length; i += 5000) {
-    await store.applyCommands(commands.slice(i, i + 5000), (current, command, context) => decideCommand(current, command, NOW, context));
+    await store.applyCommands(commands.slice(i, i + 5000), { nowMs: NOW });
   }
   let claimMs = 0;
   let recordMs = 0;

@@ -58,14 +58,14 @@ try {
   const { decoder, tracing } = serviceDecoding();
   const pendingTemplate = PENDING > 0 ? join(dir, "pending.db") : undefined;
   if (pendingTemplate !== undefined) {
-    await openSqliteTimerStore({ path: pendingTemplate }).close(); // migrates the file
+    await (await openSqliteTimerStore({ path: pendingTemplate })).close(); // migrates the file
     const base = Date.now() + 7 * 86_400_000;
     populateScheduled(pendingTemplate, { count: PENDING, tenantId: "bench", idPrefix: "t", dueAtMs: (i) => base + i, label: "pending" });
   }
   for (let r = 0; r < ROUNDS; r++) {
     const path = join(dir, `r${r}.db`);
     if (pendingTemplate !== undefined) copyFileSync(pendingTemplate, path);
-    const store = openSqliteTimerStore({ path, synchronous: SYNCHRONOUS });
+    const store = await openSqliteTimerStore({ path, synchronous: SYNCHRONOUS });
     if (process.env.MICRO_SQL) store.database.exec(process.env.MICRO_SQL);
     const processor = new TimerCommandProcessor({
       decoder,

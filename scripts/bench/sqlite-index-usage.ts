@@ -24,7 +24,7 @@ Database.prototype.prepare = function (this: Database.Database, source: string) 
 
 const dir = mkdtempSync(join(tmpdir(), "index-usage-"));
 try {
-  const store = openSqliteTimerStore({ path: join(dir, "timers.db") });
+  const store = await openSqliteTimerStore({ path: join(dir, "timers.db") });
   for (const sql of [...Object.values(SQLITE_QUERY_SQL), ...Object.values(SQLITE_RETENTION_SQL)])
     prepared.add(sql.replace(/\s+/g, " ").trim());
   const db = store.database;

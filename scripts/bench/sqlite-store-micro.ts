@@ -13,7 +13,6 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
 import type { TimerCommand } from "../../src/domain/timer-command.js";
 import { populateScheduled, prng, round } from "./harness.js";
 
@@ -49,7 +48,7 @@ async function runCase(dir: string, c: Case, template: string | undefined): Prom
     const { copyFileSync } = await import("node:fs");
     copyFileSync(template, path);
   }
-  const store = openSqliteTimerStore({ path, synchronous: "NORMAL" });
+  const store = await openSqliteTimerStore({ path, synchronous: "NORMAL" });
   const random = prng(c.batch * 7 + (c.keys === "random" ? 1 : 2));
   const base = Date.now() + DAY;
   const commands: TimerCommand[] = Array.from({ length: COMMANDS }, (_, i) => {
@@ -73,7 +72,7 @@ async function runCase(dir: string, c: Case, template: string | undefined): Prom
   const t0 = performance.now();
   const nowMs = Date.now();
   for (let i = 0; i < commands.length; i += c.batch) {
-    await store.applyCommands(commands.slice(i, i + c.batch), (current, command) => decideCommand(current, command, nowMs));
+    await store.applyCommands(commands.slice(i, i + c.batch), { nowMs: nowMs });
   }
   const wallUs = (performance.now() - t0) * 1000;
   const cpu = cpuUs() - c0;
@@ -97,10 +96,10 @@ async function fireCase(dir: string, pending: number, template: string | undefin
   if (template !== undefined) (await import("node:fs")).copyFileSync(template, path);
   const n = 20_000;
   // n overdue rows next to the pending ones
-  openSqliteTimerStore({ path }).close();
+  await (await openSqliteTimerStore({ path })).close();
   const now = Date.now();
   populateScheduled(path, { count: n, tenantId: "due", idPrefix: "d", dueAtMs: (i) => now - 60_000 + i, label: "fire" });
-  const store = openSqliteTimerStore({ path, synchronous: "NORMAL" });
+  const store = await openSqliteTimerStore({ path, synchronous: "NORMAL" });
   const w0 = wchar();
   const c0 = cpuUs();
   const t0 = performance.now();
@@ -156,7 +155,7 @@ try {
   let template: string | undefined;
   if (PENDING > 0) {
     template = join(dir, "template.db");
-    await openSqliteTimerStore({ path: template }).close();
+    await (await openSqliteTimerStore({ path: template })).close();
     const base = Date.now() + DAY;
     const p = populateScheduled(template, {
       count: PENDING,

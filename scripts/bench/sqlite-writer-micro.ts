@@ -1,22 +1,20 @@
 /**
  * A component benchmark of the writer thread's share of a command batch, in process on one thread:
- * `SqliteWriter.beginCommands` (BEGIN IMMEDIATE, a read per key) and `commitCommands` (the upsert of
- * each decided timer, COMMIT) on the service's connection settings, for new keys at random. It splits
- * what the writer thread spends per command, which the end-to-end `ingest` scenario cannot.
+ * `SqliteWriter.applyCommands` (BEGIN IMMEDIATE, a read per key, the domain's decisions, the upsert
+ * of each changed timer, COMMIT) on the service's connection settings, for new keys at random. It
+ * isolates what the writer thread spends per command, which the end-to-end `ingest` scenario cannot.
  *
  *   npx tsx scripts/bench/sqlite-writer-micro.ts [--commands 100000] [--batch 2000] [--rounds 3] [--synchronous FULL]
  *
  * `MICRO_SQL='…'` runs that SQL on each fresh store first, for what-ifs such as
- * `DROP TRIGGER timer_state_counts_insert`. Prints µs of CPU per command for the whole batch, the
- * reads alone and the commit alone; one JSON line on stdout.
+ * `DROP TRIGGER timer_state_counts_insert`. Prints µs of CPU per command; one JSON line on stdout.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openSqliteConnection, openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
+import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
+import { openSqliteConnection } from "../../src/adapters/sqlite/sqlite-connection.js";
 import { SqliteWriter } from "../../src/adapters/sqlite/sqlite-writer.js";
-import { timerColumnValues } from "../../src/adapters/storage/timer-columns.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
 import type { ScheduleTimerCommand } from "../../src/domain/timer-command.js";
 import { prng, round } from "./harness.js";
 
@@ -58,33 +56,21 @@ const results = [];
 for (let r = 0; r < ROUNDS; r++) {
   const dir = mkdtempSync(join(tmpdir(), "writer-micro-"));
   const path = join(dir, "timer.db");
-  await openSqliteTimerStore({ path }).close();
+  await (await openSqliteTimerStore({ path })).close();
   const db = openSqliteConnection(path, { synchronous: SYNCHRONOUS });
   if (process.env.MICRO_SQL) db.exec(process.env.MICRO_SQL);
   const writer = new SqliteWriter(db);
   const now = Date.now();
   const commands = scheduleCommands(r + 1);
-  let readUs = 0;
-  let commitUs = 0;
   const start = cpuUs();
-  for (let at = 0; at < commands.length; at += BATCH) {
-    const batch = commands.slice(at, at + BATCH);
-    const t0 = cpuUs();
-    writer.beginCommands(batch.map(({ tenantId, serviceCallId }) => ({ tenantId, serviceCallId })));
-    const t1 = cpuUs();
-    const rows = batch.map((command) => timerColumnValues(decideCommand(undefined, command, now).next!));
-    const t2 = cpuUs();
-    writer.commitCommands(rows, [], now);
-    const t3 = cpuUs();
-    readUs += t1 - t0;
-    commitUs += t3 - t2;
-  }
+  // The writer's whole share of each batch: the transaction, the reads, the decisions, the writes, the commit.
+  for (let at = 0; at < commands.length; at += BATCH) writer.applyCommands(commands.slice(at, at + BATCH), { nowMs: now }, now);
   const totalUs = cpuUs() - start;
   writer.close();
   rmSync(dir, { recursive: true, force: true });
   const per = (us: number): number => round(us / COMMANDS, 2);
-  const result = { round: r, totalUs: per(totalUs), readUs: per(readUs), commitUs: per(commitUs) };
-  console.error(`round ${r}: ${result.totalUs} µs per command (reads ${result.readUs}, upserts + commit ${result.commitUs})`);
+  const result = { round: r, totalUs: per(totalUs) };
+  console.error(`round ${r}: ${result.totalUs} µs per command`);
   results.push(result);
 }
 console.log(JSON.stringify({ commands: COMMANDS, batch: BATCH, synchronous: SYNCHRONOUS, sql: process.env.MICRO_SQL ?? null, results }));

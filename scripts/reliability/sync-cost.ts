@@ -14,7 +14,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
 import type { TimerCommand } from "../../src/domain/timer-command.js";
 
 const args = process.argv.slice(2);
@@ -35,7 +34,7 @@ const cpuUs = (): number => {
 
 async function ingestCase(dir: string, mode: Mode, batch: number, round: number): Promise<{ wallUs: number; cpuUs: number }> {
   const path = join(dir, `ingest-${mode}-${batch}-${round}.db`);
-  const store = openSqliteTimerStore({ path, synchronous: mode });
+  const store = await openSqliteTimerStore({ path, synchronous: mode });
   // One commit per command is slow under FULL: fewer of them.
   const n = batch === 1 ? Math.min(COMMANDS, 2_000) : COMMANDS;
   const base = Date.now() + 86_400_000;
@@ -52,7 +51,7 @@ async function ingestCase(dir: string, mode: Mode, batch: number, round: number)
   const t0 = performance.now();
   const nowMs = Date.now();
   for (let i = 0; i < n; i += batch) {
-    await store.applyCommands(commands.slice(i, i + batch), (current, command) => decideCommand(current, command, nowMs));
+    await store.applyCommands(commands.slice(i, i + batch), { nowMs: nowMs });
   }
   const result = { wallUs: ((performance.now() - t0) * 1000) / n, cpuUs: (cpuUs() - c0) / n };
   await store.close();
@@ -62,7 +61,7 @@ async function ingestCase(dir: string, mode: Mode, batch: number, round: number)
 
 async function fireCase(dir: string, mode: Mode, round: number): Promise<{ wallUs: number; cpuUs: number }> {
   const path = join(dir, `fire-${mode}-${round}.db`);
-  const store = openSqliteTimerStore({ path, synchronous: mode });
+  const store = await openSqliteTimerStore({ path, synchronous: mode });
   const n = Math.min(COMMANDS, 10_000);
   const past = Date.now() - 60_000;
   const commands: TimerCommand[] = Array.from({ length: n }, (_, i) => ({
@@ -75,8 +74,7 @@ async function fireCase(dir: string, mode: Mode, round: number): Promise<{ wallU
     timestampMs: Date.now(),
   }));
   const nowMs = Date.now();
-  for (let i = 0; i < n; i += 1000)
-    await store.applyCommands(commands.slice(i, i + 1000), (current, command) => decideCommand(current, command, nowMs));
+  for (let i = 0; i < n; i += 1000) await store.applyCommands(commands.slice(i, i + 1000), { nowMs: nowMs });
   const c0 = cpuUs();
   const t0 = performance.now();
   let fired = 0;

@@ -1,15 +1,10 @@
 import type { Timer, ScheduledTimer, TimerKey } from "../domain/timer.js";
 import type { TimerCommand } from "../domain/timer-command.js";
-import type { CommandDecision, DecideContext } from "../domain/timer-rules.js";
+import type { CommandDecision } from "../domain/timer-rules.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
 import type { DeadlineTimer, TimerAfterDeadline } from "../domain/delivery-rules.js";
 import type { PrefixCancel } from "../domain/prefix-cancel.js";
-
-/**
- * Decides what one command does to the current timer of its key; supplied by the application. The
- * store tells it the recorded prefix cancels that bear on the command (see `DecideContext`).
- */
-export type DecideCommand = (current: Timer | undefined, command: TimerCommand, context: DecideContext) => CommandDecision;
+import type { DecideRules } from "./command-batch.js";
 
 /**
  * What firing a timer needs of it: its key and version, due time, the content its event carries, its
@@ -102,18 +97,16 @@ export interface DeadlineRecord extends TimerKey {
  */
 export interface TimerStore {
   /**
-   * Applies `commands` in order, in one transaction: for each one it reads the current timer of the
-   * command's key (seeing the effect of earlier commands of the same call), asks `decide`, and stores
-   * `decision.next` when it is set. Returns the decisions in command order once they are committed.
-   * A store shared by several instances makes concurrent calls end as some sequential order would.
-   *
-   * For a command about one key, `context.prefixCancelTs` is the newest recorded prefix cancel whose
-   * prefix the key starts with (including those recorded earlier in the same call). For a
-   * `CancelTimersByPrefix` the store passes `current` undefined and the timestamp recorded for exactly
-   * its prefix; when the decision is `accepted` it records the prefix cancel (timestamp = the
-   * command's, its sweep restarted from the beginning of the prefix).
+   * Applies `commands` in order, in one transaction, as `decideCommandBatch` (command-batch.ts)
+   * decides them under `rules`: each against the current timer of its key (seeing the effect of
+   * earlier commands of the same call), the prefix cancels recorded (those of the same call
+   * included) and, with a quota, the tenants' Scheduled counts read in the same transaction; it
+   * stores every changed timer and records every accepted prefix cancel (timestamp = the command's,
+   * its sweep restarted from the beginning of the prefix). Returns the decisions in command order
+   * once they are committed. A store shared by several instances makes concurrent calls end as some
+   * sequential order would.
    */
-  applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]>;
+  applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]>;
 
   /**
    * Claims up to `limit` `Scheduled` timers with `dueAtMs <= nowMs` on which no other owner holds a
@@ -164,15 +157,15 @@ export interface TimerStore {
   /**
    * One bounded step of the sweep of a recorded prefix cancel, in one transaction: takes up to
    * `limit` timers of the tenant whose serviceCallId starts with the prefix, after the recorded
-   * progress in key order, asks `decide` about each with a `CancelTimer` carrying the prefix
-   * cancel's (current) timestamp and no correlationId, stores each `next`, and records the progress
+   * progress in key order, decides each as a `CancelTimer` carrying the prefix cancel's (current)
+   * timestamp and no correlationId at `nowMs` (`decideSweepStep`), stores each `next`, and records the progress
    * (finished when fewer than `limit` were left). Returns the decisions, and whether it finished.
    * A prefix cancel that is unknown or finished returns no decisions and `done`.
    */
   sweepPrefixCancel(
     prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
     limit: number,
-    decide: DecideCommand,
+    nowMs: number,
   ): Promise<{ readonly decisions: CommandDecision[]; readonly done: boolean }>;
 
   /** The earliest dueAtMs of any `Scheduled` timer, or null when none is scheduled. */
@@ -201,6 +194,7 @@ export interface TimerStore {
    * True when `applyCommands` calls take effect in the order they were made, even a call made
    * before the one before it resolved (one writer, one queue; the call is queued before it first
    * awaits): the application may then hand it the next batch without waiting for the last commit.
+   * (The pending quota reads its counts inside the transaction, so it needs no wait either.)
    */
   readonly appliesInCallOrder?: boolean;
 

@@ -7,7 +7,7 @@ import { accessSync, constants, statSync } from "node:fs";
 import { ConfigError } from "./config-error.js";
 import { loadStorageConfig, type StorageConfig } from "./storage-config.js";
 import { loadAdminReadToken, loadAdminToken } from "./http-config.js";
-import { parseBrokerUrl, type BrokerUrl, type UrlLogin } from "../adapters/nats/broker-url.js";
+import { parseBrokerUrl, type BrokerUrl, type UrlLogin } from "./broker-url.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

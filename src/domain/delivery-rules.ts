@@ -1,17 +1,10 @@
 import type { TraceMembers } from "./trace-context.js";
 import type { Timer, TimerKey, TimerState } from "./timer.js";
 import type { ReportCommand } from "./timer-command.js";
-import type { CommandDecision } from "./timer-rules.js";
+import type { KeyDecision } from "./key-decision.js";
+import type { DeliveryPolicy } from "./delivery-policy.js";
 
-/** `delivery` of a `ScheduleTimer` (CONTRACT §11), defaults filled in. */
-export interface DeliveryPolicy {
-  /** 0 … 100: publishes after the first one. */
-  readonly maxRetries: number;
-  /** ≥ 100: the wait before attempt n + 1 is `backoffMs × 2^(n−1)`. */
-  readonly backoffMs: number;
-  /** ≥ 1000: no report this long after a publish counts as a failure with reason `timeout`. */
-  readonly completionTimeoutMs: number;
-}
+export type { DeliveryPolicy } from "./delivery-policy.js";
 
 export const DEFAULT_BACKOFF_MS = 5_000;
 export const DEFAULT_COMPLETION_TIMEOUT_MS = 300_000;
@@ -48,8 +41,8 @@ export function firstPublish(
  *   (final) when no attempts remain. While a retry is already waiting there is no publish in hand:
  *   the report is ignored.
  */
-export function decideReport(current: Timer | undefined, command: ReportCommand, nowMs: number): CommandDecision {
-  const ignored: CommandDecision = { outcome: "ignored", previous: current };
+export function decideReport(current: Timer | undefined, command: ReportCommand, nowMs: number): KeyDecision {
+  const ignored: KeyDecision = { outcome: "ignored", previous: current };
   if (current?.state === "Scheduled" && current.delivery && current.dueAtMs !== null && current.dueAtMs <= nowMs) {
     return { ...ignored, retryLater: true };
   }

@@ -1,6 +1,6 @@
 import type { Timer, TimerState } from "./timer.js";
 import type { RetryTimerCommand } from "./timer-command.js";
-import type { CommandDecision } from "./timer-rules.js";
+import type { KeyDecision } from "./key-decision.js";
 import { traceMembers } from "./trace-context.js";
 
 /** The final states whose work did not get done, which a `RetryTimer` re-arms (CONTRACT §14). */
@@ -29,8 +29,8 @@ export function decideRetry(
   command: RetryTimerCommand,
   nowMs: number,
   prefixCancelTs: number | null,
-): CommandDecision {
-  const ignored: CommandDecision = { outcome: "ignored", previous: current };
+): KeyDecision {
+  const ignored: KeyDecision = { outcome: "ignored", previous: current };
   if (current === undefined || !isRetryable(current.state)) return ignored;
   if (command.timestampMs <= current.commandTs) return ignored;
   if (prefixCancelTs !== null && command.timestampMs <= prefixCancelTs) return ignored;

@@ -1,5 +1,5 @@
 import type { Recurrence } from "./recurrence.js";
-import type { DeliveryPolicy } from "./delivery-rules.js";
+import type { DeliveryPolicy } from "./delivery-policy.js";
 import type { TraceContext } from "./trace-context.js";
 
 /** A validated request to create or move a timer. */

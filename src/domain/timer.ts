@@ -1,5 +1,5 @@
 import type { Recurrence } from "./recurrence.js";
-import type { DeliveryPolicy } from "./delivery-rules.js";
+import type { DeliveryPolicy } from "./delivery-policy.js";
 import type { TraceMembers } from "./trace-context.js";
 
 /**

@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
 import { MemoryTimerRetention } from "../../src/adapters/memory/memory-timer-retention.js";
 import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
-import { SqliteTimerRetention } from "../../src/adapters/sqlite/sqlite-timer-retention.js";
 import { describeCompletionTrackingContract } from "./delivery-tracking.contract.js";
 
 describeCompletionTrackingContract("memory", async () => {
@@ -14,10 +13,10 @@ describeCompletionTrackingContract("memory", async () => {
 
 describeCompletionTrackingContract("SQLite", async () => {
   const folder = mkdtempSync(join(tmpdir(), "delivery-"));
-  const store = openSqliteTimerStore({ path: join(folder, "timer.db") });
+  const store = await openSqliteTimerStore({ path: join(folder, "timer.db") });
   return {
     store,
-    retention: new SqliteTimerRetention(store.database),
+    retention: store.retention,
     cleanup: async () => {
       await store.close();
       rmSync(folder, { recursive: true, force: true });

@@ -4,18 +4,18 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
 import { openPostgresTimerStore, type PostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
-import type { DecideCommand, DueCursor, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
+import type { DueCursor, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
+import type { DecideRules } from "../../src/app/command-batch.js";
 import { advanceDueCursor } from "../../src/app/firing/fair-due-selection.js";
 import type { Timer, TimerKey } from "../../src/domain/timer.js";
 import type { KeyCommand } from "../../src/domain/timer-command.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
 import { dropSchema, schemaSeries, TEST_DATABASE_URL } from "../support/test-postgres.js";
 
 // Each test gets a schema of its own and drops it.
 const schemaNames = schemaSeries("concurrency");
 const NOW = 1_764_108_000_000;
 const TTL_MS = 30_000;
-const decide: DecideCommand = (current, command, context) => decideCommand(current, command, NOW, context);
+const decide: DecideRules = { nowMs: NOW };
 
 let opened: PostgresTimerStore[] = [];
 let schemasInUse: string[] = [];

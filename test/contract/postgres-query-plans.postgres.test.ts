@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
 import { openPostgresTimerStore, type PostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
 import * as q from "../../src/adapters/postgres/timer-schedules.sql.js";
-import type { DecideCommand } from "../../src/app/timer-store.js";
+import type { DecideRules } from "../../src/app/command-batch.js";
 import type { KeyCommand } from "../../src/domain/timer-command.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
 import { dropSchema, TEST_DATABASE_URL, uniqueSchema } from "../support/test-postgres.js";
 
 // The plans the store's hot statements get right after a bulk insert, before autovacuum has
@@ -15,7 +14,7 @@ const SCHEMA = uniqueSchema("plans");
 const NOW = 1_764_108_000_000;
 const TIMERS = 20_000;
 const BATCH = 100;
-const decide: DecideCommand = (current, command, context) => decideCommand(current, command, NOW, context);
+const decide: DecideRules = { nowMs: NOW };
 
 interface PlanNode {
   readonly "Node Type": string;

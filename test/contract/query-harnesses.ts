@@ -4,18 +4,17 @@ import { join } from "node:path";
 import type pg from "pg";
 import type Database from "better-sqlite3";
 import type { TimerRecord } from "../../src/app/queries/timer-queries.js";
-import type { DecideCommand } from "../../src/app/timer-store.js";
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
 import { MemoryTimerQueries } from "../../src/adapters/memory/memory-timer-queries.js";
 import { MemoryTimerRetention } from "../../src/adapters/memory/memory-timer-retention.js";
 import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
 import { SqliteTimerQueries } from "../../src/adapters/sqlite/sqlite-timer-queries.js";
-import { SqliteTimerRetention } from "../../src/adapters/sqlite/sqlite-timer-retention.js";
 import { openPostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
 import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
 import { PostgresTimerQueries } from "../../src/adapters/postgres/postgres-timer-queries.js";
 import { PostgresTimerRetention } from "../../src/adapters/postgres/postgres-timer-retention.js";
 import { parseRecurrence } from "../../src/domain/recurrence.js";
+import type { Timer } from "../../src/domain/timer.js";
 import type { TimerQueriesHarness } from "./timer-queries.contract.js";
 import type { PrefixCancelRetentionHarness, TimerRetentionHarness } from "./timer-retention.contract.js";
 import { dropSchema, schemaSeries, TEST_DATABASE_URL } from "../support/test-postgres.js";
@@ -54,23 +53,17 @@ const V2_COLUMNS: readonly [string, (r: TimerRecord) => unknown][] = [
 export async function memoryHarness(): Promise<QueryHarness> {
   const store = new MemoryTimerStore();
   const seed = async (records: readonly TimerRecord[]) => {
-    const byKey = new Map(records.map((r) => [`${r.tenantId}\u0000${r.serviceCallId}`, r]));
-    const decide = ((_current: unknown, command: { tenantId: string; serviceCallId: string }) => {
-      const r = byKey.get(`${command.tenantId}\u0000${command.serviceCallId}`)!;
-      return {
-        outcome: "accepted",
-        previous: undefined,
-        next: { ...r, repeat: r.repeat === null ? null : parseRecurrence(r.repeat), occurrence: r.occurrence ?? 1, maxLatenessMs: null },
-      };
-    }) as unknown as DecideCommand;
-    const commands = records.map((r) => ({
-      kind: "cancel" as const,
-      tenantId: r.tenantId,
-      serviceCallId: r.serviceCallId,
-      correlationId: null,
-      timestampMs: 0,
-    }));
-    await store.applyCommands(commands, decide);
+    store.seed(
+      records.map(
+        (r) =>
+          ({
+            ...r,
+            repeat: r.repeat === null ? null : parseRecurrence(r.repeat),
+            occurrence: r.occurrence ?? 1,
+            maxLatenessMs: null,
+          }) as unknown as Timer,
+      ),
+    );
   };
   return {
     queries: new MemoryTimerQueries(store),
@@ -82,7 +75,7 @@ export async function memoryHarness(): Promise<QueryHarness> {
 
 export async function sqliteHarness(): Promise<PrefixCancelQueryHarness & { database: Database.Database }> {
   const folder = mkdtempSync(join(tmpdir(), "timer-queries-"));
-  const store = openSqliteTimerStore({ path: join(folder, "timer.db") });
+  const store = await openSqliteTimerStore({ path: join(folder, "timer.db") });
   const db = store.database;
   const columns = [...COLUMNS, ...V2_COLUMNS];
   const insert = db.prepare(
@@ -94,7 +87,7 @@ export async function sqliteHarness(): Promise<PrefixCancelQueryHarness & { data
   return {
     database: db,
     queries: new SqliteTimerQueries(db),
-    retention: new SqliteTimerRetention(db),
+    retention: store.retention,
     seed: async (records) => insertAll(records),
     seedPrefixCancel: async (tenantId, prefix, updatedAtMs) => {
       db.prepare(

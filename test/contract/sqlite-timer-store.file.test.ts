@@ -7,8 +7,7 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
-import type { DecideCommand } from "../../src/app/timer-store.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
+import type { DecideRules } from "../../src/app/command-batch.js";
 
 /** Every migration drizzle-kit generated, each applied once. */
 const MIGRATION_COUNT = (
@@ -20,8 +19,8 @@ const MIGRATION_COUNT = (
 describe("SqliteTimerStore database file", () => {
   let folder: string;
   const opened: SqliteTimerStore[] = [];
-  const open = (path: string) => {
-    const store = openSqliteTimerStore({ path });
+  const open = async (path: string) => {
+    const store = await openSqliteTimerStore({ path });
     opened.push(store);
     return store;
   };
@@ -44,39 +43,39 @@ describe("SqliteTimerStore database file", () => {
     rmSync(folder, { recursive: true, force: true });
   });
 
-  it("when the folder of the path is missing, then it is created", () => {
+  it("when the folder of the path is missing, then it is created", async () => {
     const path = join(folder, "nested", "deeper", "timer.db");
 
-    const store = open(path);
+    const store = await open(path);
 
     expect(store.isOpen()).toBe(true);
     expect(existsSync(path)).toBe(true);
   });
 
-  it("when the store is open, then the file is in WAL mode", () => {
+  it("when the store is open, then the file is in WAL mode", async () => {
     const path = join(folder, "timer.db");
 
-    open(path);
+    await open(path);
 
     expect(inspect(path, (db) => db.pragma("journal_mode", { simple: true }))).toBe("wal");
   });
 
   it("when the store is reopened, then the migrations are not applied again and timers are kept", async () => {
     const path = join(folder, "timer.db");
-    const first = open(path);
+    const first = await open(path);
     const command = { tenantId: "acme", serviceCallId: "call-1", dueAtMs: 5, data: null, correlationId: null };
-    await first.applyCommands([{ kind: "schedule", ...command, timestampMs: 1 }], (current, cmd) => decideCommand(current, cmd, 1));
+    await first.applyCommands([{ kind: "schedule", ...command, timestampMs: 1 }], { nowMs: 1 });
     await first.close();
 
-    const second = open(path);
+    const second = await open(path);
 
     expect(await second.countScheduled()).toBe(1);
     expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: MIGRATION_COUNT });
   });
 
   it("when more tenants than nextDueAt walks hold cancelled earlier timers, then it answers a bound no later than the real due time, and polls make it exact", async () => {
-    const store = open(join(folder, "timer.db"));
-    const decide: DecideCommand = (current, command) => decideCommand(current, command, 1);
+    const store = await open(join(folder, "timer.db"));
+    const decide: DecideRules = { nowMs: 1 };
     const staleTenants = Array.from({ length: 80 }, (_, i) => `tenant-${String(i).padStart(2, "0")}`);
     const keyed = { data: null, correlationId: null };
     await store.applyCommands(
@@ -104,6 +103,8 @@ describe("SqliteTimerStore database file", () => {
 
     // The poll at that bound finds the stale tenants idle and raises them (here: removes them).
     expect(await store.claimDue({ nowMs: 999, limit: 100, owner: "test", leaseUntilMs: 2_000 })).toEqual([]);
+    // The raise is a write, queued on the writer thread: answered before any write sent after it.
+    await store.recordFirings([]);
     expect(await store.nextDueAt()).toBe(1_000);
   });
 
@@ -121,7 +122,7 @@ describe("SqliteTimerStore database file", () => {
     ).run();
     db.close();
 
-    const store = open(path);
+    const store = await open(path);
 
     expect(await store.get({ tenantId: "acme", serviceCallId: "call-1" })).toMatchObject({
       state: "Scheduled",
@@ -135,14 +136,14 @@ describe("SqliteTimerStore database file", () => {
     ).toMatch(/WITHOUT ROWID$/);
   });
 
-  it("when migrationsFolder is given, then the migrations are read from there", () => {
+  it("when migrationsFolder is given, then the migrations are read from there", async () => {
     const path = join(folder, "timer.db");
 
-    expect(() => openSqliteTimerStore({ path, migrationsFolder: join(folder, "no-migrations") })).toThrow(/journal/);
+    await expect(openSqliteTimerStore({ path, migrationsFolder: join(folder, "no-migrations") })).rejects.toThrow(/journal/);
   });
 
   it("when the store is closed, then isOpen turns false", async () => {
-    const store = open(join(folder, "timer.db"));
+    const store = await open(join(folder, "timer.db"));
 
     await store.close();
 

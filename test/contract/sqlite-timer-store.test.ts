@@ -7,10 +7,10 @@ import { describeDurableTimerStoreContract, describeTimerStoreContract } from ".
 const open = async () => {
   const folder = mkdtempSync(join(tmpdir(), "timer-store-"));
   const path = join(folder, "timer.db");
-  const store = openSqliteTimerStore({ path });
+  const store = await openSqliteTimerStore({ path });
   const opened: SqliteTimerStore[] = [store];
   const reopen = async () => {
-    const reopened = openSqliteTimerStore({ path });
+    const reopened = await openSqliteTimerStore({ path });
     opened.push(reopened);
     return reopened;
   };

@@ -13,7 +13,7 @@ describeTimerTransferContract("SqliteTimerTransfer", async () => {
   return {
     transfer,
     openStore: async () => {
-      const store = openSqliteTimerStore({ path });
+      const store = await openSqliteTimerStore({ path });
       stores.push(store);
       return store;
     },

@@ -5,11 +5,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
 import { SqliteWriterThread } from "../../src/adapters/sqlite/sqlite-writer-thread.js";
-import { openThreadedSqliteTimerStore } from "../../src/adapters/sqlite/threaded-sqlite-timer-store.js";
-import { timerColumnValues } from "../../src/adapters/storage/timer-columns.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
 import type { ScheduleTimerCommand } from "../../src/domain/timer-command.js";
-import type { DecideCommand } from "../../src/app/timer-store.js";
 
 const NOW = 1_764_108_000_000;
 const schedule = (serviceCallId: string): ScheduleTimerCommand => ({
@@ -22,7 +18,7 @@ const schedule = (serviceCallId: string): ScheduleTimerCommand => ({
   timestampMs: 1,
 });
 
-/** The writer thread of the SQLite store (ThreadedSqliteTimerStore): what the contract suite cannot see. */
+/** The writer thread of the SQLite store (SqliteTimerStore): what the contract suite cannot see. */
 describe("SQLite writer thread", () => {
   let folder: string;
   let path: string;
@@ -31,7 +27,7 @@ describe("SQLite writer thread", () => {
   beforeEach(async () => {
     folder = mkdtempSync(join(tmpdir(), "timer-writer-"));
     path = join(folder, "timer.db");
-    await openSqliteTimerStore({ path }).close(); // migrates the file
+    await (await openSqliteTimerStore({ path })).close(); // migrates the file
   });
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -44,19 +40,20 @@ describe("SQLite writer thread", () => {
     return thread;
   }
 
-  it("when a command batch waits for its decision, then a firing record sent meanwhile waits for the batch's commit", async () => {
-    const thread = await start();
+  it("when writes are sent back to back, then the thread runs and answers them in call order", async () => {
+    const store = await openSqliteTimerStore({ path });
+    cleanups.push(() => store.close());
     const answered: string[] = [];
-    const { session, read } = thread.begin("beginCommands", [[{ tenantId: "acme", serviceCallId: "a" }]]);
-    expect(await read).toEqual([undefined]);
 
-    const record = thread.request("recordFirings", [[[]]]).then(() => answered.push("record"));
-    const probe = thread.request("probe", []).then(() => answered.push("probe"));
-    const next = decideCommand(undefined, schedule("a"), NOW).next!;
-    await thread.request("commitCommands", [[timerColumnValues(next)], [], NOW], session).then(() => answered.push("commit"));
-    await Promise.all([record, probe]);
+    const first = store.applyCommands([schedule("a")], { nowMs: NOW }).then(() => answered.push("schedule"));
+    const record = store.recordFirings([]).then(() => answered.push("record"));
+    const second = store
+      .applyCommands([{ kind: "cancel", tenantId: "acme", serviceCallId: "a", correlationId: null, timestampMs: 2 }], { nowMs: NOW })
+      .then(() => answered.push("cancel"));
+    await Promise.all([first, record, second]);
 
-    expect(answered).toEqual(["commit", "record", "probe"]);
+    expect(answered).toEqual(["schedule", "record", "cancel"]);
+    expect(await store.get({ tenantId: "acme", serviceCallId: "a" })).toMatchObject({ state: "Cancelled", commandTs: 2 });
   });
 
   it("when another connection holds the write lock, then a write fails with SQLite's busy code", async () => {
@@ -78,36 +75,35 @@ describe("SQLite writer thread", () => {
     expect(thread.failure?.message).toMatch(/writer thread is closed/);
   });
 
-  it("when a batch's writes cannot be sent to the thread, then the batch is rolled back and the next write runs", async () => {
-    const store = await openThreadedSqliteTimerStore({ path });
+  it("when a batch cannot be sent to the thread, then it fails before anything is written and the next write runs", async () => {
+    const store = await openSqliteTimerStore({ path });
     cleanups.push(() => store.close());
-    const uncopyable: DecideCommand = (current, command) => {
-      const decision = decideCommand(current, command, NOW);
-      // A function cannot cross the thread boundary: postMessage throws before sending the commit.
-      return { outcome: "accepted", previous: current, next: { ...decision.next!, data: (() => "x") as unknown as string } };
-    };
+    // A function cannot cross the thread boundary: postMessage throws before sending the batch.
+    const uncopyable = { ...schedule("a"), data: (() => "x") as unknown as string };
 
-    await expect(store.applyCommands([schedule("a")], uncopyable)).rejects.toThrow(/could not be cloned/);
-    await store.applyCommands([schedule("b")], (current, command) => decideCommand(current, command, NOW));
+    await expect(store.applyCommands([uncopyable], { nowMs: NOW })).rejects.toThrow(/could not be cloned/);
+    await store.applyCommands([schedule("b")], { nowMs: NOW });
 
     expect(await store.get({ tenantId: "acme", serviceCallId: "a" })).toBeUndefined();
     expect(await store.get({ tenantId: "acme", serviceCallId: "b" })).toMatchObject({ state: "Scheduled" });
   });
 
-  it("when a decision throws, then the batch is rolled back and the next write runs", async () => {
-    const store = await openThreadedSqliteTimerStore({ path });
+  it("when a batch fails in its transaction, then nothing of it is stored, readiness says so, and the next write clears it", async () => {
+    const store = await openSqliteTimerStore({ path, busyTimeoutMs: 50 });
     cleanups.push(() => store.close());
-    const failure = new Error("decide failed");
+    await store.applyCommands([schedule("existing")], { nowMs: NOW });
+    const other = new Database(path);
+    cleanups.push(() => void other.close());
+    other.exec("BEGIN EXCLUSIVE");
 
-    await expect(
-      store.applyCommands([schedule("a")], () => {
-        throw failure;
-      }),
-    ).rejects.toBe(failure);
-    await store.applyCommands([schedule("b")], (current, command) => decideCommand(current, command, NOW));
+    const failing = store.applyCommands([{ ...schedule("existing"), dueAtMs: NOW + 5, timestampMs: 2 }, schedule("new")], { nowMs: NOW });
+    await expect(failing).rejects.toMatchObject({ code: expect.stringMatching(/^SQLITE_BUSY/) });
+    expect(store.isWritable()).toBe(false);
+    other.exec("ROLLBACK");
 
-    expect(await store.get({ tenantId: "acme", serviceCallId: "a" })).toBeUndefined();
-    expect(await store.get({ tenantId: "acme", serviceCallId: "b" })).toMatchObject({ state: "Scheduled" });
+    expect(await store.get({ tenantId: "acme", serviceCallId: "existing" })).toMatchObject({ dueAtMs: NOW, commandTs: 1 });
+    expect(await store.get({ tenantId: "acme", serviceCallId: "new" })).toBeUndefined();
+    await store.applyCommands([schedule("b")], { nowMs: NOW });
     expect(store.isWritable()).toBe(true);
   });
 });

@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
-import type { DecideCommand, DeadlineRecord, DueCursor, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
+import type { DeadlineRecord, DueCursor, DueTimer, Firing, TimerStore } from "../../src/app/timer-store.js";
 import type { TimerAfterDeadline } from "../../src/domain/delivery-rules.js";
 import type { TimerAfterFiring } from "../../src/domain/firing-rules.js";
 import type { TimerKey } from "../../src/domain/timer.js";
 import type { CancelTimerCommand, RetryTimerCommand, ScheduleTimerCommand, TimerCommand } from "../../src/domain/timer-command.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
+import type { DecideRules } from "../../src/app/command-batch.js";
 import { advanceDueCursor } from "../../src/app/firing/fair-due-selection.js";
 
 /*
@@ -40,10 +40,7 @@ const TENANT = "acme";
 const OWNER = "instance-a";
 const CLAIM_TTL_MS = 30_000;
 
-const decideAt =
-  (nowMs: number): DecideCommand =>
-  (current, command, context) =>
-    decideCommand(current, command, nowMs, context);
+const decideAt = (nowMs: number): DecideRules => ({ nowMs });
 
 function schedule(serviceCallId: string, dueAtMs: number, fields: Partial<ScheduleTimerCommand> = {}): ScheduleTimerCommand {
   const defaults = { tenantId: TENANT, data: null, correlationId: null, timestampMs: 1 };
@@ -176,21 +173,19 @@ async function expectRecurring(store: TimerStore): Promise<void> {
   expect(await store.get(key("plain"))).toMatchObject({ repeat: null, occurrence: 1, maxLatenessMs: null });
 }
 
-/** A tracked timer that ended `Failed` after one publish, then retried. */
+/** A tracked timer that ended `Failed` after one publish (its consumer's report), then retried. */
 async function failAndRetry(store: TimerStore): Promise<void> {
   await applyTo(
     store,
     schedule("work", NOW - 1, { delivery: { maxRetries: 0, backoffMs: 100, completionTimeoutMs: 1_000 }, createdVia: "api" }),
   );
-  const failed: DecideCommand = (current) =>
-    current === undefined
-      ? { outcome: "ignored", previous: current }
-      : {
-          outcome: "accepted",
-          previous: current,
-          next: { ...current, state: "Failed", attempt: 1, firedAtMs: NOW, reachedAtMs: NOW, lastReason: "boom", commandTs: 2 },
-        };
-  await store.applyCommands([cancel("work")], failed);
+  const [due] = await claimOn(store, NOW, 10);
+  await store.recordFirings(
+    [firing(due!, { state: "Fired", reachedAtMs: NOW, tracking: { attempt: 1, firedAtMs: NOW, deadlineAtMs: NOW + 1_000 } })],
+    OWNER,
+  );
+  await applyTo(store, { kind: "fail", tenantId: TENANT, serviceCallId: "work", reason: "boom", correlationId: null, timestampMs: 2 });
+  expect(await store.get(key("work"))).toMatchObject({ state: "Failed", lastReason: "boom" });
   await applyTo(store, retry("work", 3));
 }
 
@@ -294,10 +289,14 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
 
         const staleCommand = schedule("call-1", NOW + 999, { timestampMs: 3 });
         const stale = await store.applyCommands([staleCommand], decideAt(NOW + 50));
-        const ignoreAll: DecideCommand = (current) => ({ outcome: "ignored", previous: current });
-        await store.applyCommands([schedule("call-2", NOW)], ignoreAll);
+        // Beyond retention (CONTRACT §7): ignored without reading the key.
+        const beyond = await store.applyCommands([schedule("call-2", NOW, { timestampMs: NOW - 2_000 })], {
+          nowMs: NOW,
+          retentionMs: 1_000,
+        });
 
         expect(stale[0]).toEqual({ outcome: "ignored", previous: before });
+        expect(beyond).toEqual([{ outcome: "ignored", previous: undefined }]);
         expect(await store.get(key("call-1"))).toEqual(before);
         expect(await store.get(key("call-2"))).toBeUndefined();
       });
@@ -315,49 +314,29 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
 
       it("when a decision carries next, then exactly next is stored", async () => {
         await apply(schedule("call-1", NOW + 100, { data: "1", correlationId: "c" }));
-        const next = {
+        const repeat = { cron: "0 9 * * MON-FRI", timezone: "Europe/Berlin", untilMs: NOW + 7, maxOccurrences: 8, firstDueAtMs: NOW + 1 };
+
+        await store.applyCommands(
+          [schedule("call-1", NOW + 1, { data: "2", correlationId: "d", timestampMs: 3, repeat, maxLatenessMs: 30_000 })],
+          decideAt(NOW + 6),
+        );
+
+        expect(await store.get(key("call-1"))).toEqual({
           tenantId: TENANT,
           serviceCallId: "call-1",
-          state: "Reached",
+          state: "Scheduled",
           dueAtMs: NOW + 1,
           data: "2",
           correlationId: "d",
           commandTs: 3,
-          generation: 9,
-          registeredAtMs: NOW + 4,
-          reachedAtMs: NOW + 5,
+          generation: 2,
+          registeredAtMs: NOW,
+          reachedAtMs: null,
           updatedAtMs: NOW + 6,
-          repeat: { cron: "0 9 * * MON-FRI", timezone: "Europe/Berlin", untilMs: NOW + 7, maxOccurrences: 8, firstDueAtMs: NOW + 1 },
-          occurrence: 4,
+          repeat,
+          occurrence: 1,
           maxLatenessMs: 30_000,
-        } as const;
-        const overwrite: DecideCommand = (current) => ({ outcome: "accepted", previous: current, next });
-
-        await store.applyCommands([cancel("call-1")], overwrite);
-
-        expect(await store.get(key("call-1"))).toEqual(next);
-      });
-
-      it("when decide throws midway, then the call fails and nothing of it is stored", async () => {
-        await apply(schedule("existing", NOW + 100, { timestampMs: 1 }));
-        const before = await store.get(key("existing"));
-        const failure = new Error("decide failed");
-        let calls = 0;
-        const failOnThird: DecideCommand = (current, command) => {
-          calls += 1;
-          if (calls === 3) throw failure;
-          return decideCommand(current, command, NOW);
-        };
-
-        const applying = store.applyCommands(
-          [schedule("existing", NOW + 500, { timestampMs: 2 }), schedule("new", NOW), cancel("other")],
-          failOnThird,
-        );
-
-        await expect(applying).rejects.toBe(failure);
-        expect(await store.get(key("existing"))).toEqual(before);
-        expect(await store.get(key("new"))).toBeUndefined();
-        expect(await store.countScheduled()).toBe(1);
+        });
       });
 
       it("when the same serviceCallId is used by two tenants, then they are two timers", async () => {
@@ -759,7 +738,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         let batches = 0;
         for (;;) {
           batches++;
-          const { done } = await store.sweepPrefixCancel({ tenantId, serviceCallIdPrefix: prefix }, limit, decideAt(NOW));
+          const { done } = await store.sweepPrefixCancel({ tenantId, serviceCallIdPrefix: prefix }, limit, NOW);
           if (done) return batches;
         }
       };
@@ -776,19 +755,17 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       it("when commands and due timers match a recorded prefix cancel, then decide and claimDue are told its newest timestamp", async () => {
         await apply(schedule("order-1:a", NOW, { timestampMs: 1 }), schedule("order-2:a", NOW, { timestampMs: 1 }), schedule("other", NOW));
         await apply(cancelPrefix("order-", 3), cancelPrefix("order-1:", 7), cancelPrefix("order-1:", 2, "globex"));
-        const seen: (number | null)[] = [];
-        const spy: DecideCommand = (current, command, context) => {
-          seen.push(context.prefixCancelTs);
-          return decideCommand(current, command, NOW, context);
-        };
-
-        await store.applyCommands(
-          [cancel("order-1:b", { timestampMs: 9 }), cancel("order-2:b", { timestampMs: 9 }), cancel("zzz", { timestampMs: 9 })],
-          spy,
+        // A key without a timer that a prefix cancel covers is as if cancelled then: not newer is ignored.
+        const decisions = await apply(
+          cancel("order-1:b", { timestampMs: 5 }),
+          cancel("order-2:b", { timestampMs: 5 }),
+          cancel("order-2:c", { timestampMs: 3 }),
+          cancel("zzz", { timestampMs: 1 }),
         );
         const due = await claim(NOW, 10);
 
-        expect(seen).toEqual([7, 3, null]);
+        // order-1:b is covered by 7 (not only 3), order-2:b and order-2:c by 3 only, zzz by none.
+        expect(decisions.map((d) => d.outcome)).toEqual(["ignored", "accepted", "ignored", "accepted"]);
         expect(due.map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([
           ["order-1:a", 7],
           ["order-2:a", 3],
@@ -836,7 +813,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect(await store.get(key("p:x", "globex"))).toMatchObject({ state: "Scheduled" });
         expect(batches).toBe(4);
         expect(await store.unfinishedPrefixCancels()).toEqual([]);
-        expect(await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "p:" }, 2, decideAt(NOW))).toEqual({
+        expect(await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "p:" }, 2, NOW)).toEqual({
           decisions: [],
           done: true,
         });
@@ -845,7 +822,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       it("when a newer prefix cancel of the same prefix arrives mid-sweep, then the sweep starts over with its timestamp", async () => {
         await apply(...["n:1", "n:2", "n:3"].map((id) => schedule(id, NOW + 1_000, { timestampMs: 1 })));
         await apply(cancelPrefix("n:", 2));
-        await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "n:" }, 2, decideAt(NOW));
+        await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "n:" }, 2, NOW);
         await apply(cancelPrefix("n:", 4));
 
         await sweepAll("n:", 2);
@@ -947,11 +924,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       it("when a record names another attempt or a timer that is no longer Fired, then it is refused", async () => {
         await fireTracked(store, { a: NOW + 1_000, b: NOW + 1_000 });
         const [a, b] = await claimDeadlinesOn(store, NOW + 1_000, 10);
-        const completed: DecideCommand = (current) =>
-          current === undefined
-            ? { outcome: "ignored", previous: current }
-            : { outcome: "accepted", previous: current, next: { ...current, state: "Completed", completedAtMs: NOW + 500 } };
-        await store.applyCommands([cancel("b")], completed);
+        await applyTo(store, { kind: "complete", tenantId: TENANT, serviceCallId: "b", result: null, correlationId: null, timestampMs: 2 });
 
         expect(await store.recordDeadlines([{ ...deadlineRecord(a!, {}), attempt: 2 }, deadlineRecord(b!, {})], OWNER)).toEqual([]);
         expect(await store.get(key("a"))).toMatchObject({ state: "Fired", deadlineAtMs: NOW + 1_000 });
@@ -1052,7 +1025,7 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           await s.applyCommands([schedule5("job-new", { timestampMs: 20 }), cancelPrefix("job-", 10)], decide);
           const steps: unknown[] = [];
           for (let i = 0; i < 10; i++) {
-            const { decisions, done } = await s.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "job-" }, 2, decide);
+            const { decisions, done } = await s.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "job-" }, 2, decide.nowMs);
             steps.push([decisions.map((d) => [d.previous?.serviceCallId, d.outcome]), done]);
             if (done) break;
           }
@@ -1243,7 +1216,7 @@ export function describeDurableTimerStoreContract(name: string, open: () => Prom
     it("when the store is reopened mid-sweep, then the sweep resumes after its progress", async () => {
       await apply(...["k:1", "k:2", "k:3", "k:4", "k:5"].map((id) => schedule(id, NOW + 1_000)));
       await apply(cancelPrefix("k:", 5));
-      const first = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, decideAt(NOW));
+      const first = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, NOW);
       expect(first.decisions.map((d) => d.next?.serviceCallId)).toEqual(["k:1", "k:2"]);
 
       await reopen();
@@ -1251,7 +1224,7 @@ export function describeDurableTimerStoreContract(name: string, open: () => Prom
       expect(await store.unfinishedPrefixCancels()).toEqual([
         { tenantId: TENANT, serviceCallIdPrefix: "k:", commandTs: 5, progressKey: "k:2" },
       ]);
-      const second = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, decideAt(NOW));
+      const second = await store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "k:" }, 2, NOW);
       expect(second.decisions.map((d) => d.next?.serviceCallId)).toEqual(["k:3", "k:4"]);
       expect((await claim(NOW + 1_000, 10)).map((t) => [t.serviceCallId, t.prefixCancelTs])).toEqual([["k:5", 5]]);
     });

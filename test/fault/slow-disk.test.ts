@@ -19,7 +19,7 @@ import { waitUntil } from "../support/wait-for.js";
  * Commands slow down (reported, not asserted: on a shared machine the fast-disk baseline is noisy),
  * nothing is lost, nothing fires early, /readyz stays 200, and /healthz and /readyz answer every
  * probe within 5 s and 99 % of them within a Kubernetes probe's default 1 s: every SQLite write runs
- * on the writer thread (ThreadedSqliteTimerStore), so the event loop does not wait for a commit's
+ * on the writer thread (SqliteTimerStore's SqliteWriter), so the event loop does not wait for a commit's
  * delayed syscalls (figures in docs/reliability.md).
  */
 const unavailable = SlowDiskInjector.unavailableReason();

@@ -230,7 +230,7 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
         const publisher = new RecordingEventPublisher();
         const metrics = new RecordingMetrics();
         const calendar = new CronerCalendar();
-        let store: SqliteTimerStore = openSqliteTimerStore({ path });
+        let store: SqliteTimerStore = await openSqliteTimerStore({ path, writerThread: false });
         const build = () => ({
           processor: new TimerCommandProcessor({
             decoder: new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 10, maxClockSkewMs: 86_400_000, clock, calendar }),
@@ -320,7 +320,7 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
                 break;
               case "restart":
                 await store.close();
-                store = openSqliteTimerStore({ path });
+                store = await openSqliteTimerStore({ path, writerThread: false });
                 app = build();
                 break;
             }

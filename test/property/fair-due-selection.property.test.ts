@@ -13,7 +13,6 @@ import { describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../src/adapters/memory/memory-timer-store.js";
 import { dealRoundRobin } from "../../src/app/firing/fair-due-selection.js";
 import type { ScheduleTimerCommand } from "../../src/domain/timer-command.js";
-import { decideCommand } from "../../src/domain/timer-rules.js";
 
 const NOW = 1_000_000;
 
@@ -40,7 +39,7 @@ describe("fair selection of due timers", () => {
           const commands = backlogs.flatMap((dues, t) =>
             dues.map((age, i) => schedule(`t${t}`, `c${String(i).padStart(3, "0")}`, NOW - age)),
           );
-          await store.applyCommands(commands, (current, command, context) => decideCommand(current, command, NOW, context));
+          await store.applyCommands(commands, { nowMs: NOW });
           const remaining = new Map(backlogs.map((dues, t) => [`t${t}`, dues.length]));
 
           for (let round = 0; round < 1_000 && [...remaining.values()].some((n) => n > 0); round++) {

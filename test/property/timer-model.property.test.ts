@@ -556,7 +556,7 @@ class System {
 
   async open(): Promise<void> {
     const { clock, publisher, metrics } = this;
-    this.store = openSqliteTimerStore({ path: this.path });
+    this.store = await openSqliteTimerStore({ path: this.path, writerThread: false });
     const decoder = new CommandDecoder({
       subjectPrefix: "timer",
       maxHorizonDays: 30,

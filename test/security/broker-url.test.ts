@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseBrokerUrl, redactUrl } from "../../src/adapters/nats/broker-url.js";
+import { parseBrokerUrl, redactUrl } from "../../src/config/broker-url.js";
 import { natsConnectionOptions } from "../../src/adapters/nats/nats-connection.js";
 import { BrokerUnreachableLog } from "../../src/adapters/nats/broker-unreachable-log.js";
 

@@ -1,13 +1,4 @@
-import type {
-  DeadlineClaim,
-  DeadlineRecord,
-  DecideCommand,
-  DueClaim,
-  DueTimer,
-  Firing,
-  PrefixCancelSweep,
-  TimerStore,
-} from "../../app/timer-store.js";
+import type { DeadlineClaim, DeadlineRecord, DueClaim, DueTimer, Firing, PrefixCancelSweep, TimerStore } from "../../app/timer-store.js";
 import type { TraceMembers } from "../../domain/trace-context.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { isScheduled, timerKeyString, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
@@ -16,7 +7,13 @@ import type { CommandDecision } from "../../domain/timer-rules.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { dealRoundRobin, perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { compareCodePoints } from "../../domain/code-point-order.js";
-import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel } from "../storage/store-core.js";
+import {
+  decideCommandBatch,
+  decideSweepStep,
+  firingOverriddenByPrefixCancel,
+  quotaTenants,
+  type DecideRules,
+} from "../../app/command-batch.js";
 
 /** A recorded prefix cancel; `progressKey` null once its sweep has finished. */
 interface PrefixCancelRecord extends PrefixCancel {
@@ -39,28 +36,30 @@ export class MemoryTimerStore implements TimerStore {
   readonly #prefixCancels = new Map<string, PrefixCancelRecord>();
   #prefixIndex = new PrefixCancelIndex();
 
-  async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
+  async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
     const timers = this.#open();
-    // Staged apart and copied in only when every command is decided: all or nothing.
-    const staged = new Map<string, Timer>();
-    const stagedPrefixes: PrefixCancel[] = [];
-    const index = new PrefixCancelIndex([...this.#prefixCancels.values()]);
-    const decisions = decideCommandBatch(commands, decide, {
-      prefixIndex: index,
-      decideOnKey: (command, context) => {
-        const key = timerKeyString(command);
-        const decision = decide(staged.get(key) ?? timers.get(key), command, context);
-        if (decision.next !== undefined) staged.set(key, { ...decision.next });
-        return decision;
-      },
-      recordPrefixCancel: (cancel) => stagedPrefixes.push(cancel),
+    const tenants = quotaTenants(commands, rules);
+    // Decided apart and copied in only when every command is decided: all or nothing.
+    const batch = decideCommandBatch(commands, rules, {
+      prefixIndex: this.#prefixIndex,
+      stored: (key) => timers.get(timerKeyString(key)),
+      ...(tenants.length === 0 ? {} : { scheduledCounts: this.#countScheduledOf(tenants) }),
     });
-    for (const [key, timer] of staged) timers.set(key, timer);
-    for (const cancel of stagedPrefixes) {
+    for (const timer of batch.changed) timers.set(timerKeyString(timer), { ...timer });
+    for (const cancel of batch.cancels) {
       this.#prefixCancels.set(prefixKey(cancel.tenantId, cancel.serviceCallIdPrefix), { ...cancel, progressKey: "" });
+      this.#prefixIndex.add(cancel);
     }
-    this.#prefixIndex = index;
-    return decisions;
+    return batch.decisions;
+  }
+
+  /**
+   * Stores `timers` as they are, bypassing the command rules: for tests that need a state no
+   * command sequence reaches quickly (the query suites' fixtures).
+   */
+  seed(timers: readonly Timer[]): void {
+    const stored = this.#open();
+    for (const timer of timers) stored.set(timerKeyString(timer), { ...timer });
   }
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
@@ -183,7 +182,7 @@ export class MemoryTimerStore implements TimerStore {
   async sweepPrefixCancel(
     prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
     limit: number,
-    decide: DecideCommand,
+    nowMs: number,
   ): Promise<{ decisions: CommandDecision[]; done: boolean }> {
     const timers = this.#open();
     const pk = prefixKey(prefix.tenantId, prefix.serviceCallIdPrefix);
@@ -195,7 +194,7 @@ export class MemoryTimerStore implements TimerStore {
       .filter((t) => progressKey === "" || compareCodePoints(t.serviceCallId, progressKey) > 0)
       .sort((a, b) => compareCodePoints(a.serviceCallId, b.serviceCallId))
       .slice(0, limit);
-    const step = decideSweepStep(batch, commandTs, limit, decide);
+    const step = decideSweepStep(batch, commandTs, limit, nowMs);
     for (const decision of step.decisions) if (decision.next !== undefined) timers.set(timerKeyString(decision.next), { ...decision.next });
     this.#prefixCancels.set(pk, { ...record, progressKey: step.progressKey });
     return { decisions: step.decisions, done: step.done };
@@ -227,6 +226,10 @@ export class MemoryTimerStore implements TimerStore {
   }
 
   async countScheduledOf(tenantIds: readonly string[]): Promise<ReadonlyMap<string, number>> {
+    return this.#countScheduledOf(tenantIds);
+  }
+
+  #countScheduledOf(tenantIds: readonly string[]): Map<string, number> {
     const wanted = new Set(tenantIds);
     const counts = new Map<string, number>();
     for (const timer of this.#open().values()) {

@@ -1,5 +1,5 @@
 import type { Logger } from "../../app/logger.js";
-import { redactUrl } from "./broker-url.js";
+import { redactUrl } from "../../config/broker-url.js";
 
 /** At most one "unreachable" warn line per this interval, however fast the client retries. */
 export const UNREACHABLE_LOG_INTERVAL_MS = 10_000;

@@ -4,7 +4,7 @@ import type { NatsCredentials } from "../../config/config.js";
 import type { Logger } from "../../app/logger.js";
 import { connectToNats } from "./nats-connection.js";
 import { BrokerUnreachableLog } from "./broker-unreachable-log.js";
-import { redactUrl } from "./broker-url.js";
+import { redactUrl } from "../../config/broker-url.js";
 import { ensureTimerTopology, type TimerTopology } from "./jetstream-topology.js";
 import { commandSources, type CommandSource } from "./command-partitions.js";
 

@@ -11,7 +11,7 @@ import {
 import type { NatsCredentials } from "../../config/config.js";
 import type { Logger } from "../../app/logger.js";
 import { BrokerUnreachableLog } from "./broker-unreachable-log.js";
-import { parseBrokerUrl, type BrokerUrl } from "./broker-url.js";
+import { parseBrokerUrl, type BrokerUrl } from "../../config/broker-url.js";
 
 /** How long one connect or reconnect attempt may take before the next one starts. */
 const CONNECT_ATTEMPT_TIMEOUT_MS = 5_000;

@@ -2,7 +2,6 @@ import type pg from "pg";
 import type {
   DeadlineClaim,
   DeadlineRecord,
-  DecideCommand,
   DueClaim,
   DueCursor,
   DueTimer,
@@ -29,7 +28,7 @@ import { StorageProbe } from "../storage/storage-probe.js";
 import { checkWritable } from "./postgres-write-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
-import { commandKeys, decideCommandBatch, decideOnCurrent, decideSweepStep } from "../storage/store-core.js";
+import { commandKeys, decideCommandBatch, decideSweepStep, quotaTenants, type DecideRules } from "../../app/command-batch.js";
 import { TIMER_COLUMNS } from "../storage/timer-columns.js";
 
 export interface PostgresTimerStoreOptions {
@@ -81,25 +80,6 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 async function warmUp(pool: pg.Pool, connections: number): Promise<void> {
   const clients = await Promise.all(Array.from({ length: connections }, () => pool.connect()));
   for (const client of clients) client.release();
-}
-
-/**
- * Wraps the application's `decide` so that its own exceptions can be told apart: they are no
- * storage fault and must not mark the store unwritable.
- */
-function watchDecide(decide: DecideCommand): { readonly decide: DecideCommand; threw(error: unknown): boolean } {
-  let decideError: unknown;
-  return {
-    decide: (current, command, context) => {
-      try {
-        return decide(current, command, context);
-      } catch (error) {
-        decideError = error;
-        throw error;
-      }
-    },
-    threw: (error) => error === decideError && error !== undefined,
-  };
 }
 
 /** A row as Postgres returns it: `repeat` and `delivery` are JSON text (see recurrenceText). */
@@ -173,18 +153,14 @@ export class PostgresTimerStore implements TimerStore {
     return withDeadline(read, this.timeoutMs, "Postgres read");
   }
 
-  async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
+  async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
     if (commands.length === 0) return [];
-    const watched = watchDecide(decide);
-    return this.#write(
-      () => withRetry(() => this.#transaction((client) => this.#applyBatch(client, commands, watched.decide))),
-      (error) => !watched.threw(error),
-    );
+    return this.#write(() => withRetry(() => this.#transaction((client) => this.#applyBatch(client, commands, rules))));
   }
 
-  async #applyBatch(client: pg.PoolClient, commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
-    const keys = commandKeys(commands);
-    const current = new Map<string, Timer | undefined>();
+  async #applyBatch(client: pg.PoolClient, commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
+    const keys = commandKeys(commands, rules);
+    const current = new Map<string, Timer>();
     if (keys.size > 0) {
       const { rows } = await client.query<Row<Timer>>({
         name: "timer-select-for-update",
@@ -199,20 +175,29 @@ export class PostgresTimerStore implements TimerStore {
       text: q.SELECT_PREFIX_CANCELS,
       values: [tenants],
     });
-    const existed = new Set(current.keys());
-    const { decideOnKey, changed } = decideOnCurrent(current, decide);
-    const recordedPrefixes = new Map<string, PrefixCancel>();
-    const decisions = decideCommandBatch(commands, decide, {
-      prefixIndex: new PrefixCancelIndex(cancels),
-      decideOnKey,
-      recordPrefixCancel: (cancel) => recordedPrefixes.set(`${cancel.tenantId}\u0000${cancel.serviceCallIdPrefix}`, cancel),
-    });
-    if (changed.size > 0) {
-      await this.#upsert(client, [...changed.values()].sort(compareTimerKeys), existed);
-      await this.#lowerDueTenants(client, changed.values());
+    const quoted = quotaTenants(commands, rules);
+    let scheduledCounts: Map<string, number> | undefined;
+    if (quoted.length > 0) {
+      const { rows } = await client.query<{ tenantId: string; count: number }>({
+        name: "timer-count-scheduled-of",
+        text: q.COUNT_SCHEDULED_OF,
+        values: [quoted],
+      });
+      scheduledCounts = new Map(rows.map((row) => [row.tenantId, Number(row.count)]));
     }
-    if (recordedPrefixes.size > 0) {
-      const recorded = [...recordedPrefixes.values()];
+    const existed = new Set(current.keys());
+    const batch = decideCommandBatch(commands, rules, {
+      prefixIndex: new PrefixCancelIndex(cancels),
+      stored: (key) => current.get(timerKeyString(key)),
+      ...(scheduledCounts === undefined ? {} : { scheduledCounts }),
+    });
+    if (batch.changed.length > 0) {
+      await this.#upsert(client, [...batch.changed].sort(compareTimerKeys), existed);
+      await this.#lowerDueTenants(client, batch.changed);
+    }
+    if (batch.cancels.length > 0) {
+      // One row per prefix: the batch's last (newest) cancel of it.
+      const recorded = [...new Map(batch.cancels.map((c) => [`${c.tenantId}\u0000${c.serviceCallIdPrefix}`, c])).values()];
       await client.query({
         name: "timer-upsert-prefix-cancels",
         text: q.UPSERT_PREFIX_CANCELS,
@@ -225,7 +210,7 @@ export class PostgresTimerStore implements TimerStore {
         ],
       });
     }
-    return decisions;
+    return batch.decisions;
   }
 
   /** Keeps timer_due_tenants a lower bound of each tenant's earliest Scheduled due time (fair firing). */
@@ -437,44 +422,41 @@ export class PostgresTimerStore implements TimerStore {
   async sweepPrefixCancel(
     prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
     limit: number,
-    decide: DecideCommand,
+    nowMs: number,
   ): Promise<{ readonly decisions: CommandDecision[]; readonly done: boolean }> {
     const { tenantId, serviceCallIdPrefix } = prefix;
-    const watched = watchDecide(decide);
-    return this.#write(
-      () =>
-        withRetry(() =>
-          this.#transaction(async (client) => {
-            const { rows: records } = await client.query<{ commandTs: number; progressKey: string | null }>({
-              name: "timer-lock-prefix-cancel",
-              text: q.LOCK_PREFIX_CANCEL,
-              values: [tenantId, serviceCallIdPrefix],
-            });
-            const record = records[0];
-            if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
-            const { rows } = await client.query<Row<Timer>>({
-              name: "timer-select-prefix-sweep-batch",
-              text: q.SELECT_PREFIX_SWEEP_BATCH,
-              values: [tenantId, serviceCallIdPrefix, prefixUpperBound(serviceCallIdPrefix), record.progressKey, limit],
-            });
-            const step = decideSweepStep(
-              rows.map((row) => fromRow<Timer>(row)),
-              record.commandTs,
-              limit,
-              watched.decide,
-            );
-            const changed = step.decisions.flatMap((d) => (d.next === undefined ? [] : [d.next]));
-            if (changed.length > 0) await this.#upsert(client, changed, new Set(changed.map(timerKeyString)));
-            await client.query({
-              name: "timer-update-prefix-progress",
-              text: q.UPDATE_PREFIX_PROGRESS,
-              values: [tenantId, serviceCallIdPrefix, step.progressKey],
-            });
-            const { decisions, done } = step;
-            return { decisions, done };
-          }),
-        ),
-      (error) => !watched.threw(error),
+    return this.#write(() =>
+      withRetry(() =>
+        this.#transaction(async (client) => {
+          const { rows: records } = await client.query<{ commandTs: number; progressKey: string | null }>({
+            name: "timer-lock-prefix-cancel",
+            text: q.LOCK_PREFIX_CANCEL,
+            values: [tenantId, serviceCallIdPrefix],
+          });
+          const record = records[0];
+          if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
+          const { rows } = await client.query<Row<Timer>>({
+            name: "timer-select-prefix-sweep-batch",
+            text: q.SELECT_PREFIX_SWEEP_BATCH,
+            values: [tenantId, serviceCallIdPrefix, prefixUpperBound(serviceCallIdPrefix), record.progressKey, limit],
+          });
+          const step = decideSweepStep(
+            rows.map((row) => fromRow<Timer>(row)),
+            record.commandTs,
+            limit,
+            nowMs,
+          );
+          const changed = step.decisions.flatMap((d) => (d.next === undefined ? [] : [d.next]));
+          if (changed.length > 0) await this.#upsert(client, changed, new Set(changed.map(timerKeyString)));
+          await client.query({
+            name: "timer-update-prefix-progress",
+            text: q.UPDATE_PREFIX_PROGRESS,
+            values: [tenantId, serviceCallIdPrefix, step.progressKey],
+          });
+          const { decisions, done } = step;
+          return { decisions, done };
+        }),
+      ),
     );
   }
 
@@ -558,7 +540,7 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   /** Runs a write within the time-out and remembers whether it failed (readiness). */
-  async #write<T>(write: () => Promise<T>, isStorageFault: (error: unknown) => boolean = () => true): Promise<T> {
+  async #write<T>(write: () => Promise<T>): Promise<T> {
     try {
       const result = await withDeadline(write(), this.timeoutMs, "Postgres write");
       // After a time-out only the health check, which always writes, says writes commit again: a
@@ -567,10 +549,8 @@ export class PostgresTimerStore implements TimerStore {
       if (!this.#lastWriteUnreachable || this.#probe === undefined) this.#lastWriteFailed = this.#lastWriteUnreachable = false;
       return result;
     } catch (error) {
-      if (isStorageFault(error)) {
-        this.#lastWriteFailed = true;
-        this.#lastWriteUnreachable = isConnectionFault(error);
-      }
+      this.#lastWriteFailed = true;
+      this.#lastWriteUnreachable = isConnectionFault(error);
       throw error;
     }
   }

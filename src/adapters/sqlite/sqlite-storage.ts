@@ -2,7 +2,7 @@ import type { Storage } from "../../app/storage.js";
 import type { Clock } from "../../app/clock.js";
 import { healthCheckIntervalMs } from "../storage/health-check-interval.js";
 import { SqliteTimerQueries } from "./sqlite-timer-queries.js";
-import { openThreadedSqliteTimerStore } from "./threaded-sqlite-timer-store.js";
+import { openSqliteTimerStore } from "./sqlite-timer-store.js";
 import { readSqliteStoreId } from "./sqlite-store-id.js";
 
 const WAL_CHECKPOINT_INTERVAL_MS = 1_000;
@@ -25,7 +25,7 @@ export interface SqliteStorageOptions {
  * thread, its reads and the queries on a connection of the main thread.
  */
 export async function openSqliteStorage(options: SqliteStorageOptions): Promise<Storage> {
-  const store = await openThreadedSqliteTimerStore({
+  const store = await openSqliteTimerStore({
     path: options.path,
     synchronous: options.synchronous,
     busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS,

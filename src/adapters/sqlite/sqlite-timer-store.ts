@@ -1,13 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import type {
   DeadlineClaim,
   DeadlineRecord,
-  DecideCommand,
   DueClaim,
   TenantDuePosition,
   DueTimer,
@@ -15,22 +14,23 @@ import type {
   PrefixCancelSweep,
   TimerStore,
 } from "../../app/timer-store.js";
+import type { DecideRules } from "../../app/command-batch.js";
+import type { TimerRetention } from "../../app/retention/timer-retention.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { deliveryOf, withoutUnsetTrace } from "../delivery-columns.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/timer-rules.js";
 import { parseRecurrence } from "../../domain/recurrence.js";
-import { PrefixCancelIndex, prefixUpperBound } from "../../domain/prefix-cancel.js";
-import { compareTimerKeys } from "../../domain/code-point-order.js";
+import { PrefixCancelIndex } from "../../domain/prefix-cancel.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 import { dealRoundRobin } from "../../app/firing/fair-due-selection.js";
 import { SqliteWriteHealth } from "./sqlite-write-health.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
-import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel } from "../storage/store-core.js";
-import { timerColumnValues } from "../storage/timer-columns.js";
-import { TurnCoalescer } from "../storage/turn-coalescer.js";
+import { openSqliteConnection, SAFETY_NET_AUTOCHECKPOINT_PAGES } from "./sqlite-connection.js";
+import { InlineSqliteWriter, SqliteWriterThread, type SqliteWriterHandle } from "./sqlite-writer-thread.js";
+import { SqliteWriter } from "./sqlite-writer.js";
 import {
   prepareTimerStatements,
   timerOf,
@@ -53,27 +53,17 @@ export interface SqliteTimerStoreOptions {
   /** The folder of drizzle-kit's SQL migrations; defaults to `drizzle/sqlite` at the package root. */
   readonly migrationsFolder?: string;
   /**
-   * Checkpoint the WAL from a worker thread instead of inside the commits of this connection, so
-   * the event-loop thread spends less CPU per command. Off by default (tests).
+   * Checkpoint the WAL from a worker thread instead of inside the commits of the writer, so that
+   * the writer spends less CPU per command. Off by default (tests).
    */
   readonly backgroundCheckpoint?: { readonly intervalMs: number; readonly onError: (message: string) => void };
   /** What the store stamps its own records with (a prefix cancel's `updated_at`). Default: the system clock. */
   readonly clock?: Clock;
-}
-
-/**
- * With background checkpoints the writer's own auto-checkpoint stays as a safety net only, should
- * the worker fall behind or die: at 50,000 pages (~200 MB of WAL).
- */
-export const SAFETY_NET_AUTOCHECKPOINT_PAGES = 50_000;
-
-/**
- * The positions of `keys` in key order (the primary key's: code points). A fair claim deals its timers round-robin across tenants;
- * updated in that order, consecutive rows sit in different parts of every index. In key order they
- * share the pages they dirty. Stable: two firings of one key keep their order.
- */
-function inKeyOrder(keys: readonly TimerKey[]): number[] {
-  return keys.map((_, i) => i).sort((i, j) => compareTimerKeys(keys[i]!, keys[j]!));
+  /**
+   * false: the writer runs on this thread (InlineSqliteWriter), for the model tests that reopen the
+   * store thousands of times. Default true: a thread of its own (ADR-0011).
+   */
+  readonly writerThread?: boolean;
 }
 
 /** Tenants whose real earliest due time nextDueAt reads at most (one index seek each). */
@@ -82,68 +72,47 @@ const NEXT_DUE_WALK = 64;
 // src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
 const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
 
-/** The connection settings every connection of the service's file shares. */
-export interface SqliteConnectionOptions {
-  readonly synchronous?: "NORMAL" | "FULL";
-  readonly busyTimeoutMs?: number;
-  /**
-   * The WAL size (pages) at which a commit of this connection checkpoints; SQLite's default (1000)
-   * when absent. Raised where a background checkpointer does the work (a safety net only).
-   */
-  readonly walAutocheckpointPages?: number;
-}
-
-/** Opens a connection to the timer database at `path` with the service's settings; no migration. */
-export function openSqliteConnection(path: string, options: SqliteConnectionOptions): Database.Database {
-  const db = new Database(path);
-  try {
-    db.pragma("journal_mode = WAL");
-    db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
-    db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
-    // 32 MB of page cache: fewer page reads when commands land at random places of a large table.
-    db.pragma("cache_size = -32768");
-    // The delete trigger of timer_state_counts must also see rows an INSERT OR REPLACE removes
-    // (SQLite fires delete triggers for those only with recursive triggers on).
-    db.pragma("recursive_triggers = ON");
-    if (options.walAutocheckpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${Math.trunc(options.walAutocheckpointPages)}`);
-    return db;
-  } catch (error) {
-    db.close();
-    throw error;
-  }
-}
-
-/** Opens (creating when missing) and migrates the timer database at `options.path`. */
-export function openSqliteTimerStore(options: SqliteTimerStoreOptions, hooks: SqliteTimerStoreHooks = {}): SqliteTimerStore {
+/**
+ * Opens (creating when missing) and migrates the timer database at `options.path` on the main
+ * thread's connection, then starts the writer thread on the migrated file.
+ */
+export async function openSqliteTimerStore(options: SqliteTimerStoreOptions): Promise<SqliteTimerStore> {
   mkdirSync(dirname(options.path), { recursive: true });
   const db = openSqliteConnection(options.path, options);
+  let checkpointer: WalCheckpointer | undefined;
   try {
-    // wal_autocheckpoint is raised only with background checkpoints (below). No query here sorts or
-    // builds a temp table, so temp_store does not matter.
+    // No query here sorts or builds a temp table, so temp_store does not matter.
     migrate(drizzle({ client: db }), { migrationsFolder: options.migrationsFolder ?? DEFAULT_MIGRATIONS_FOLDER });
     const background = options.backgroundCheckpoint;
-    const checkpointer =
-      background === undefined ? undefined : WalCheckpointer.start(options.path, background.intervalMs, background.onError);
-    if (checkpointer !== undefined) db.pragma(`wal_autocheckpoint = ${SAFETY_NET_AUTOCHECKPOINT_PAGES}`);
-    return new SqliteTimerStore(db, { ...hooks, checkpointer, clock: options.clock });
+    checkpointer = background === undefined ? undefined : WalCheckpointer.start(options.path, background.intervalMs, background.onError);
+    const connection = {
+      synchronous: options.synchronous,
+      busyTimeoutMs: options.busyTimeoutMs,
+      // The writer's commits would otherwise checkpoint every 1000 pages themselves; left at
+      // SQLite's 1,000 pages, ingest at 1M pending fell by a fifth (ADR-0011).
+      ...(checkpointer === undefined ? {} : { walAutocheckpointPages: SAFETY_NET_AUTOCHECKPOINT_PAGES }),
+    };
+    const writer =
+      options.writerThread === false
+        ? new InlineSqliteWriter(new SqliteWriter(openSqliteConnection(options.path, connection)))
+        : await SqliteWriterThread.start(options.path, connection);
+    return new SqliteTimerStore(db, writer, { checkpointer, clock: options.clock ?? systemClock });
   } catch (error) {
+    await checkpointer?.stop();
     db.close();
     throw error;
   }
-}
-
-/** What another adapter built around this store changes of it (ThreadedSqliteTimerStore). */
-export interface SqliteTimerStoreHooks {
-  /**
-   * Where a claim sends the tenants it found with nothing due, to raise their bound (a write).
-   * Default: a write transaction on this store's connection.
-   */
-  readonly raiseIdleTenants?: (tenantIds: readonly string[]) => void;
 }
 
 /**
- * Timers in one SQLite table (`timer_schedules`). The hot paths use better-sqlite3 prepared
- * statements directly; drizzle defines the schema and applies the migrations.
+ * Timers in one SQLite table (`timer_schedules`), the service's SQLite store (ADR-0011). Every
+ * write transaction — command batches (decided there, by the application's rules: command-batch.ts),
+ * firing and deadline records, sweep steps, retention — runs on the writer thread (SqliteWriter),
+ * so the event loop keeps answering HTTP and the broker while a commit writes its pages and syncs;
+ * each crosses the thread boundary once each way, and the writer runs them in call order. Reads
+ * (claims, the next due time, counts, `get`, the queries) run on this thread's connection: in WAL
+ * mode they never wait for the writer and see every commit it has answered. The hot paths use
+ * better-sqlite3 prepared statements directly; drizzle defines the schema and applies the migrations.
  *
  * One instance only uses a SQLite file (the broker lease guards it, CONTRACT §6), so claims on due
  * timers are not recorded: nobody else could take them.
@@ -152,169 +121,34 @@ export class SqliteTimerStore implements TimerStore {
   readonly #health = new SqliteWriteHealth();
   readonly #db: Database.Database;
   readonly #sql: SqliteTimerStatements;
-  readonly #raiseDueTenant: (tenantIds: readonly string[]) => void;
-  readonly #recordDeadlinesAll: (records: readonly DeadlineRecord[]) => TimerKey[];
-  readonly #applyAll: (commands: readonly TimerCommand[], decide: DecideCommand) => CommandDecision[];
-  readonly #recordAll: (calls: readonly (readonly Firing[])[]) => TimerKey[][];
-  /**
-   * The first record of a turn of the event loop at once, the others of that turn in one transaction
-   * at its end (TurnCoalescer): with polls pipelined, a fair claim of many tenants records a few
-   * timers per tenant per poll, and a commit per poll would write a page per timer in every index.
-   */
-  readonly #records: TurnCoalescer<readonly Firing[], TimerKey[]>;
-  readonly #sweepStep: (prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => { decisions: CommandDecision[]; done: boolean };
-  /**
-   * Every recorded prefix cancel, for the lookups of commands and firing. This store is the only
-   * writer of its file (CONTRACT §6), so the cache is exact: rebuilt from the table when a write fails.
-   */
-  #prefixIndex = new PrefixCancelIndex();
-
+  readonly #writer: SqliteWriterHandle;
   readonly #checkpointer: WalCheckpointer | undefined;
-  readonly #raiseIdleTenants: (tenantIds: readonly string[]) => void;
-  private readonly clock: Clock;
+  readonly #clock: Clock;
+  /**
+   * Every recorded prefix cancel, for the claims' `prefixCancelTs`: loaded at open, a batch's
+   * cancels joined the moment its commit is answered. (The writer decides with its own, exact copy.)
+   */
+  readonly #prefixIndex: PrefixCancelIndex;
+  /** The writer thread runs the calls in the order they were made (one queue). */
+  readonly appliesInCallOrder = true;
 
   constructor(
     db: Database.Database,
-    options: SqliteTimerStoreHooks & { readonly checkpointer?: WalCheckpointer; readonly clock?: Clock } = {},
+    writer: SqliteWriterHandle,
+    options: { readonly checkpointer?: WalCheckpointer | undefined; readonly clock?: Clock } = {},
   ) {
     this.#db = db;
+    this.#writer = writer;
     this.#checkpointer = options.checkpointer;
-    this.clock = options.clock ?? systemClock;
-    const sql = prepareTimerStatements(db);
-    this.#sql = sql;
-    this.#loadPrefixIndex();
-    this.#raiseDueTenant = db.transaction(sql.raiseEarliest).immediate;
-    this.#recordDeadlinesAll = db.transaction((records: readonly DeadlineRecord[]) => {
-      const recorded: TimerKey[] = [];
-      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next } of records) {
-        const changes = this.#sql.recordDeadline.run({
-          tenantId,
-          serviceCallId,
-          attempt,
-          deadlineAtMs,
-          state: next.state,
-          nextAttempt: next.attempt,
-          reachedAtMs: next.reachedAtMs,
-          nextDeadlineAtMs: next.deadlineAtMs,
-          lastReason: next.lastReason,
-          updatedAtMs: next.updatedAtMs,
-        }).changes;
-        if (changes === 1) recorded.push({ tenantId, serviceCallId });
-      }
-      return recorded;
-    }).immediate;
-
-    // IMMEDIATE takes the write lock up front: a deferred transaction that reads and then writes can
-    // fail with SQLITE_BUSY at the upgrade without waiting for busy_timeout.
-    this.#applyAll = db.transaction((commands: readonly TimerCommand[], decide: DecideCommand) =>
-      decideCommandBatch(commands, decide, {
-        prefixIndex: this.#prefixIndex,
-        decideOnKey: (command, context) => {
-          // Most commands create their key: decided as for a new key and inserted unless the key
-          // exists, which saves the read. Otherwise decided again on the stored timer.
-          const asNew = decide(undefined, command, context);
-          if (asNew.next !== undefined && this.#sql.insertNew.run(timerColumnValues(asNew.next)).changes === 1) return asNew;
-          const decision = decide(timerOf(this.#sql.selectByKey.get(command.tenantId, command.serviceCallId)), command, context);
-          if (decision.next !== undefined) this.#sql.upsert.run(timerColumnValues(decision.next));
-          return decision;
-        },
-        recordPrefixCancel: (cancel) => this.#sql.upsertPrefixCancel.run({ ...cancel, nowMs: this.clock.now() }),
-      }),
-    ).immediate;
-    // The firings of several calls in one transaction (see #records); the recorded keys of each call.
-    this.#recordAll = db.transaction((calls: readonly (readonly Firing[])[]) => {
-      const firings = calls.flat();
-      const recorded = new Array<boolean>(firings.length).fill(false);
-      const tenants = new Set<string>();
-      for (const i of inKeyOrder(firings)) {
-        const { tenantId, serviceCallId, dueAtMs, generation, next } = firings[i]!;
-        const { state, occurrence, reachedAtMs, commandTs, updatedAtMs } = next;
-        if (firingOverriddenByPrefixCancel(this.#prefixCancelOf(tenantId, serviceCallId), next)) continue;
-        const { tracking } = next;
-        const changes = this.#sql.recordFiring.run(
-          state,
-          next.dueAtMs,
-          occurrence,
-          reachedAtMs,
-          commandTs,
-          updatedAtMs,
-          tracking?.attempt ?? null,
-          tracking?.firedAtMs ?? null,
-          tracking?.deadlineAtMs ?? null,
-          tenantId,
-          serviceCallId,
-          dueAtMs,
-          generation,
-        ).changes;
-        if (changes === 1) {
-          recorded[i] = true;
-          tenants.add(tenantId);
-        }
-      }
-      // The tenants fired from have a later earliest due time now (or none).
-      sql.raiseEarliest(tenants);
-      let offset = 0;
-      return calls.map((call) => {
-        const keys = call.flatMap(({ tenantId, serviceCallId }, i) => (recorded[offset + i] ? [{ tenantId, serviceCallId }] : []));
-        offset += call.length;
-        return keys;
-      });
-    }).immediate;
-    this.#records = new TurnCoalescer((calls: readonly (readonly Firing[])[]) => this.recordFiringCalls(calls));
-    this.#sweepStep = db.transaction((prefix: PrefixCancelKey, limit: number, decide: DecideCommand) => {
-      const record = this.#sql.selectPrefixCancel.get(prefix);
-      if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
-      const rows = this.#sql.sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
-        tenantId: prefix.tenantId,
-        from: record.progressKey === "" ? prefix.serviceCallIdPrefix : record.progressKey,
-        upper: prefixUpperBound(prefix.serviceCallIdPrefix),
-        limit,
-      });
-      const step = decideSweepStep(
-        rows.map((row) => timerOf(row)!),
-        record.commandTs,
-        limit,
-        decide,
-      );
-      for (const decision of step.decisions) if (decision.next !== undefined) this.#sql.upsert.run(timerColumnValues(decision.next));
-      this.#sql.updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
-      return { decisions: step.decisions, done: step.done };
-    }).immediate;
-    this.#raiseIdleTenants =
-      options.raiseIdleTenants ??
-      ((tenantIds) => {
-        try {
-          this.raiseDueTenants(tenantIds);
-        } catch {
-          // Left for a later poll.
-        }
-      });
-  }
-
-  #prefixCancelOf(tenantId: string, serviceCallId: string): number | null {
-    return this.#prefixIndex.size === 0 ? null : this.#prefixIndex.latestFor(tenantId, serviceCallId);
-  }
-
-  #loadPrefixIndex(): void {
+    this.#clock = options.clock ?? systemClock;
+    this.#sql = prepareTimerStatements(db);
     this.#prefixIndex = new PrefixCancelIndex(this.#sql.selectPrefixCancels.all());
   }
 
-  /**
-   * Every recorded prefix cancel (see #prefixIndex), for a writer on another connection of the file
-   * (ThreadedSqliteTimerStore): it decides commands against it and adds what it records.
-   */
-  get prefixIndex(): PrefixCancelIndex {
-    return this.#prefixIndex;
-  }
-
-  async applyCommands(commands: readonly TimerCommand[], decide: DecideCommand): Promise<CommandDecision[]> {
-    try {
-      return this.#write(() => this.#applyAll(commands, decide));
-    } catch (error) {
-      // The transaction rolled back: forget prefix cancels cached by it.
-      if (this.#db.open && commands.some((c) => c.kind === "cancelPrefix")) this.#loadPrefixIndex();
-      throw error;
-    }
+  async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
+    const { decisions, cancels } = await this.#write(this.#writer.request("applyCommands", [commands, rules, this.#clock.now()]));
+    for (const cancel of cancels) this.#prefixIndex.add(cancel);
+    return decisions;
   }
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
@@ -343,7 +177,7 @@ export class SqliteTimerStore implements TimerStore {
       });
     }
     // A candidate with nothing due takes no place in later polls; best effort, like any stale bound.
-    if (idle.length > 0) this.#raiseIdleTenants(idle);
+    if (idle.length > 0) void this.#writer.request("raiseDueTenants", [idle]).catch(() => undefined);
     const rows = dealRoundRobin(lists, limit);
     const index = this.#prefixIndex;
     const none = index.size === 0;
@@ -366,30 +200,17 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async recordDeadlines(records: readonly DeadlineRecord[]): Promise<TimerKey[]> {
-    return this.recordDeadlineRecords(records);
-  }
-
-  /** recordDeadlines without the promise, for the writer thread (which answers in order). */
-  recordDeadlineRecords(records: readonly DeadlineRecord[]): TimerKey[] {
-    return this.#write(() => this.#recordDeadlinesAll(records));
+    return this.#write(this.#writer.request("recordDeadlines", [records]));
   }
 
   async nextDeadlineAt(): Promise<number | null> {
     return this.#sql.selectNextDeadlineAt.get()?.deadlineAtMs ?? null;
   }
 
+  /** Records queued back to back on the writer share one transaction (sqlite-writer.worker.ts). */
   async recordFirings(firings: readonly Firing[]): Promise<TimerKey[]> {
-    return this.#records.run(firings);
-  }
-
-  /** Records the firings of several calls in one transaction; the recorded keys of each call. */
-  recordFiringCalls(calls: readonly (readonly Firing[])[]): TimerKey[][] {
-    return this.#write(() => this.#recordAll(calls));
-  }
-
-  /** Sets the tenants' bounds in timer_due_tenants to their earliest due times (one transaction). */
-  raiseDueTenants(tenantIds: readonly string[]): void {
-    this.#write(() => this.#raiseDueTenant(tenantIds));
+    const [recorded] = await this.#write(this.#writer.request("recordFirings", [[firings]]));
+    return recorded!;
   }
 
   async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
@@ -398,43 +219,47 @@ export class SqliteTimerStore implements TimerStore {
       .flatMap(({ progressKey, ...cancel }) => (progressKey === null ? [] : [{ ...cancel, progressKey }]));
   }
 
-  async sweepPrefixCancel(
-    prefix: PrefixCancelKey,
-    limit: number,
-    decide: DecideCommand,
-  ): Promise<{ decisions: CommandDecision[]; done: boolean }> {
+  async sweepPrefixCancel(prefix: PrefixCancelKey, limit: number, nowMs: number): Promise<{ decisions: CommandDecision[]; done: boolean }> {
     const { tenantId, serviceCallIdPrefix } = prefix;
-    return this.#write(() => this.#sweepStep({ tenantId, serviceCallIdPrefix }, limit, decide));
+    return this.#write(this.#writer.request("sweepPrefixCancel", [{ tenantId, serviceCallIdPrefix }, limit, nowMs]));
   }
 
   async releaseClaims(): Promise<void> {
     // No claims are recorded (see the class comment).
   }
 
-  /** Runs a write transaction and remembers whether it failed (busy, read-only, disk full). */
-  #write<T>(transaction: () => T): T {
-    return this.#health.track(transaction);
+  /** Retention's deletes, on the writer thread like every write. */
+  get retention(): TimerRetention {
+    return {
+      deleteFinalTimers: (cutoffMs, limit) => this.#writer.request("deleteFinalTimers", [cutoffMs, limit]),
+      deletePrefixCancels: (cutoffMs, limit) => this.#writer.request("deletePrefixCancels", [cutoffMs, limit]),
+    };
   }
 
   /**
-   * Starts a background check that takes the write lock and gives it back at once (waiting at most
-   * the busy time-out), so that readiness shows a database locked by another process even while
-   * nothing writes (CONTRACT §16).
+   * Awaits a write and remembers whether it failed (busy, read-only, disk full): readiness reports
+   * storage faults with this.
+   */
+  #write<T>(write: Promise<T>): Promise<T> {
+    return this.#health.trackAsync(write);
+  }
+
+  /**
+   * Starts a background check that takes the write lock on the writer thread and gives it back at
+   * once, so that readiness shows a database locked by another process even while nothing writes
+   * (CONTRACT §16), and a writer thread that stopped answering.
    */
   startHealthProbe(options: {
     readonly intervalMs: number;
     readonly timeoutMs: number;
     readonly onResult?: (error: unknown) => void;
   }): void {
-    this.#health.startProbe(() => {
-      this.#db.exec("BEGIN IMMEDIATE");
-      this.#db.exec("ROLLBACK");
-    }, options);
+    this.#health.startProbe(() => this.#writer.request("probe", []), options);
   }
 
   /** Why the store is not healthy, for the outage log. */
   get fault(): string | undefined {
-    return this.#health.fault;
+    return this.#writer.failure?.message ?? this.#health.fault;
   }
 
   /**
@@ -469,13 +294,9 @@ export class SqliteTimerStore implements TimerStore {
     return timerOf(this.#sql.selectByKey.get(tenantId, serviceCallId));
   }
 
+  /** Open, and the writer thread running. */
   isOpen(): boolean {
-    return this.#db.open;
-  }
-
-  /** Whether a worker thread checkpoints the WAL (a writer on another connection then need not). */
-  get checkpointsInBackground(): boolean {
-    return this.#checkpointer !== undefined;
+    return this.#db.open && this.#writer.failure === undefined;
   }
 
   /** The connection, for the other SQLite adapters over the same file (queries, retention). */
@@ -483,15 +304,16 @@ export class SqliteTimerStore implements TimerStore {
     return this.#db;
   }
 
-  /** Open, not locked by another process, and the last write transaction succeeded: readiness reports storage faults with this. */
+  /** Open, the writer thread running, not locked by another process, and the last write succeeded. */
   isWritable(): boolean {
-    return this.#db.open && this.#health.healthy;
+    return this.isOpen() && this.#health.healthy;
   }
 
   async close(): Promise<void> {
     this.#health.stopProbe();
     if (!this.#db.open) return;
-    this.#records.flush();
+    // Every write sent before (at most 10 s for a write stuck in the kernel), then the thread ends.
+    await this.#writer.close();
     await this.#checkpointer?.stop();
     if (this.#db.open) this.#db.close();
   }

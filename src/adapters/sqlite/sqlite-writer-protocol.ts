@@ -1,14 +1,12 @@
 import type { SqliteWriter } from "./sqlite-writer.js";
 
 /** What the main thread asks of the writer thread: a SqliteWriter method and its arguments. */
-export type WriterOp = Exclude<keyof SqliteWriter, "close"> | "close";
+export type WriterOp = keyof SqliteWriter;
 
 export interface WriterRequest {
   readonly id: number;
   readonly op: WriterOp;
   readonly args: readonly unknown[];
-  /** For the commit or rollback of an open batch: the id of its `begin…` request. */
-  readonly session?: number;
 }
 
 /** The answer to one request; a SQLite error keeps its code (SQLITE_BUSY, SQLITE_FULL, …). */

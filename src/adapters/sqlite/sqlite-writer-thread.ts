@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { SqliteConnectionOptions } from "./sqlite-timer-store.js";
+import type { SqliteConnectionOptions } from "./sqlite-connection.js";
 import type { SqliteWriter } from "./sqlite-writer.js";
 import type { WriterOp, WriterReply, WriterRequest } from "./sqlite-writer-protocol.js";
 
@@ -73,14 +73,19 @@ export class SqliteWriterThread {
     return this.#failure;
   }
 
-  request<K extends WriterOp>(op: K, args: Args<K>, session?: number): Promise<Result<K>> {
-    return this.#send(op, args, session).promise as Promise<Result<K>>;
-  }
-
-  /** A `begin…` request: its id names the batch for the commit or rollback that ends it. */
-  begin<K extends "beginCommands" | "beginSweep">(op: K, args: Args<K>): { readonly session: number; readonly read: Promise<Result<K>> } {
-    const { id, promise } = this.#send(op, args, undefined);
-    return { session: id, read: promise as Promise<Result<K>> };
+  request<K extends WriterOp>(op: K, args: Args<K>): Promise<Result<K>> {
+    const id = this.#nextId++;
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    const request: WriterRequest = { id, op, args };
+    try {
+      // Throws (DataCloneError) before anything is sent when an argument cannot be copied.
+      this.worker.postMessage(request);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const promise = new Promise<unknown>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    if (this.#pending.size === 1) this.worker.ref();
+    return promise as Promise<Result<K>>;
   }
 
   /**
@@ -98,21 +103,6 @@ export class SqliteWriterThread {
     await this.worker.terminate();
   }
 
-  #send(op: WriterOp, args: readonly unknown[], session: number | undefined): { id: number; promise: Promise<unknown> } {
-    const id = this.#nextId++;
-    if (this.#failure !== undefined) return { id, promise: Promise.reject(this.#failure) };
-    const request: WriterRequest = session === undefined ? { id, op, args } : { id, op, args, session };
-    try {
-      // Throws (DataCloneError) before anything is sent when an argument cannot be copied.
-      this.worker.postMessage(request);
-    } catch (error) {
-      return { id, promise: Promise.reject(error) };
-    }
-    const promise = new Promise<unknown>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
-    if (this.#pending.size === 1) this.worker.ref();
-    return { id, promise };
-  }
-
   #answer(reply: WriterReply): void {
     const pending = this.#pending.get(reply.id);
     if (pending === undefined) return;
@@ -126,5 +116,44 @@ export class SqliteWriterThread {
     this.#failure ??= error;
     for (const pending of this.#pending.values()) pending.reject(this.#failure);
     this.#pending.clear();
+  }
+}
+
+/** What the store needs of its writer: SqliteWriterThread, or InlineSqliteWriter in tests. */
+export type SqliteWriterHandle = Pick<SqliteWriterThread, "request" | "failure" | "close">;
+
+/**
+ * The same SqliteWriter behind the same requests, on the calling thread: for tests that reopen a
+ * store thousands of times (the model tests), where a thread costs up to a second to start under
+ * tsx. Requests run one at a time in call order, each after the caller's turn, their arguments and
+ * answers copied as postMessage copies them; the algorithm is the writer thread's.
+ */
+export class InlineSqliteWriter implements SqliteWriterHandle {
+  #queue: Promise<unknown> = Promise.resolve();
+  #failure: Error | undefined;
+
+  constructor(private readonly writer: SqliteWriter) {}
+
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
+  request<K extends WriterOp>(op: K, args: Args<K>): Promise<Result<K>> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    let copied: unknown[];
+    try {
+      copied = structuredClone(args) as unknown[];
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const answer = this.#queue.then(() => structuredClone((this.writer[op] as (...a: unknown[]) => unknown).apply(this.writer, copied)));
+    this.#queue = answer.catch(() => undefined);
+    return answer as Promise<Result<K>>;
+  }
+
+  async close(): Promise<void> {
+    if (this.#failure !== undefined) return;
+    await this.request("close", []).catch(() => undefined);
+    this.#failure = new Error("the SQLite writer is closed");
   }
 }

@@ -1,107 +1,180 @@
 import type Database from "better-sqlite3";
 import type { DeadlineRecord, Firing } from "../../app/timer-store.js";
+import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel, quotaTenants } from "../../app/command-batch.js";
+import type { DecideRules } from "../../app/command-batch.js";
 import type { TimerKey } from "../../domain/timer.js";
-import { prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
+import type { TimerCommand } from "../../domain/timer-command.js";
+import type { CommandDecision } from "../../domain/timer-rules.js";
+import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
+import { compareTimerKeys } from "../../domain/code-point-order.js";
+import { timerColumnValues } from "../storage/timer-columns.js";
 import { SqliteTimerRetention } from "./sqlite-timer-retention.js";
-import { SqliteTimerStore } from "./sqlite-timer-store.js";
-import { prepareTimerStatements, type PrefixCancelKey, type SqliteTimerStatements, type TimerRow } from "./sqlite-timer-statements.js";
+import { prepareTimerStatements, timerOf, type PrefixCancelKey } from "./sqlite-timer-statements.js";
 
-/** A timer's column values in TIMER_COLUMNS order (timerColumnValues), as the upsert binds them. */
-export type TimerColumnRow = readonly unknown[];
-
-/** The next timers of a prefix cancel's sweep, read in the sweep's open transaction. */
-export interface SweepRead {
-  readonly commandTs: number;
-  readonly rows: TimerRow[];
+/** What a command batch made: the decisions, and the prefix cancels it recorded (for the reads' index). */
+export interface AppliedBatch {
+  readonly decisions: CommandDecision[];
+  readonly cancels: PrefixCancel[];
 }
 
 /**
- * Every write to the SQLite file, on one connection, for the writer thread (sqlite-writer.worker.ts).
- * A command batch and a sweep step are split at the decision, which the application makes on the
- * main thread: `begin…` opens the write transaction and reads what the decision needs, `commit…`
- * writes what was decided and commits, `rollback` gives up. Nothing else may run in between; the
- * worker's queue sees to that.
+ * The positions of `keys` in key order (the primary key's: code points). A fair claim deals its
+ * timers round-robin across tenants; updated in that order, consecutive rows sit in different parts
+ * of every index. In key order they share the pages they dirty. Stable: two firings of one key keep
+ * their order.
+ */
+function inKeyOrder(keys: readonly TimerKey[]): number[] {
+  return keys.map((_, i) => i).sort((i, j) => compareTimerKeys(keys[i]!, keys[j]!));
+}
+
+/**
+ * Every write transaction of the SQLite store, on the writer thread's connection
+ * (sqlite-writer.worker.ts). A command batch is decided here, inside its transaction, by the
+ * application's rules (command-batch.ts over the domain's `decideCommand`): the batch crosses the
+ * thread boundary once each way. IMMEDIATE transactions take the write lock up front: a deferred
+ * one that reads and then writes can fail with SQLITE_BUSY at the upgrade without waiting.
  */
 export class SqliteWriter {
   readonly #db: Database.Database;
-  readonly #sql: SqliteTimerStatements;
-  readonly #store: SqliteTimerStore;
   readonly #retention: SqliteTimerRetention;
+  /**
+   * Every recorded prefix cancel, for the batches' decisions and the firing records' guard. This
+   * connection is the only writer of the file (CONTRACT §6), so it is exact: a batch's cancels join
+   * it once the batch has committed.
+   */
+  readonly #prefixIndex: PrefixCancelIndex;
+  readonly #apply: (commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number) => AppliedBatch;
+  readonly #sweep: (prefix: PrefixCancelKey, limit: number, nowMs: number) => { decisions: CommandDecision[]; done: boolean };
+  readonly #recordFirings: (firings: readonly Firing[]) => boolean[];
+  readonly #recordDeadlines: (records: readonly DeadlineRecord[]) => TimerKey[];
+  readonly #raiseDueTenants: (tenantIds: readonly string[]) => void;
 
   constructor(db: Database.Database) {
     this.#db = db;
-    this.#sql = prepareTimerStatements(db);
-    this.#store = new SqliteTimerStore(db);
+    const sql = prepareTimerStatements(db);
     this.#retention = new SqliteTimerRetention(db);
-  }
+    this.#prefixIndex = new PrefixCancelIndex(sql.selectPrefixCancels.all());
 
-  /** Opens the write transaction of a command batch and reads the current timer of each key. */
-  beginCommands(keys: readonly TimerKey[]): (TimerRow | undefined)[] {
-    this.#db.exec("BEGIN IMMEDIATE");
-    try {
-      return keys.map(({ tenantId, serviceCallId }) => this.#sql.selectByKey.get(tenantId, serviceCallId));
-    } catch (error) {
-      this.rollback();
-      throw error;
-    }
-  }
+    this.#apply = db.transaction((commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number): AppliedBatch => {
+      const tenants = quotaTenants(commands, rules);
+      const batch = decideCommandBatch(commands, rules, {
+        prefixIndex: this.#prefixIndex,
+        stored: ({ tenantId, serviceCallId }) => timerOf(sql.selectByKey.get(tenantId, serviceCallId)),
+        ...(tenants.length === 0
+          ? {}
+          : { scheduledCounts: new Map(tenants.map((t) => [t, sql.countScheduledOfTenant.get(t)?.count ?? 0])) }),
+      });
+      for (const timer of batch.changed) sql.upsert.run(timerColumnValues(timer));
+      for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
+      return { decisions: batch.decisions, cancels: batch.cancels };
+    }).immediate;
 
-  /** Writes the timers a command batch decided and the prefix cancels it accepted, and commits. */
-  commitCommands(timers: readonly TimerColumnRow[], cancels: readonly PrefixCancel[], nowMs: number): void {
-    this.#commit(() => {
-      for (const values of timers) this.#sql.upsert.run(values as unknown[]);
-      for (const cancel of cancels) this.#sql.upsertPrefixCancel.run({ ...cancel, nowMs });
-    });
-    for (const cancel of cancels) this.#store.prefixIndex.add(cancel);
-  }
-
-  /**
-   * Opens the write transaction of a sweep step and reads the next `limit` timers of the prefix
-   * after its progress; undefined (and no transaction) when the sweep is done or its cancel gone.
-   */
-  beginSweep(prefix: PrefixCancelKey, limit: number): SweepRead | undefined {
-    this.#db.exec("BEGIN IMMEDIATE");
-    try {
-      const record = this.#sql.selectPrefixCancel.get(prefix);
-      if (record === undefined || record.progressKey === null) {
-        this.rollback();
-        return undefined;
-      }
-      const rows = this.#sql.sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
+    this.#sweep = db.transaction((prefix: PrefixCancelKey, limit: number, nowMs: number) => {
+      const record = sql.selectPrefixCancel.get(prefix);
+      if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
+      const rows = sql.sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
         tenantId: prefix.tenantId,
         from: record.progressKey === "" ? prefix.serviceCallIdPrefix : record.progressKey,
         upper: prefixUpperBound(prefix.serviceCallIdPrefix),
         limit,
       });
-      return { commandTs: record.commandTs, rows };
-    } catch (error) {
-      this.rollback();
-      throw error;
-    }
+      const step = decideSweepStep(
+        rows.map((row) => timerOf(row)!),
+        record.commandTs,
+        limit,
+        nowMs,
+      );
+      for (const decision of step.decisions) if (decision.next !== undefined) sql.upsert.run(timerColumnValues(decision.next));
+      sql.updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
+      return { decisions: step.decisions, done: step.done };
+    }).immediate;
+
+    this.#recordFirings = db.transaction((firings: readonly Firing[]) => {
+      const recorded = new Array<boolean>(firings.length).fill(false);
+      const tenants = new Set<string>();
+      const index = this.#prefixIndex;
+      for (const i of inKeyOrder(firings)) {
+        const { tenantId, serviceCallId, dueAtMs, generation, next } = firings[i]!;
+        const { state, occurrence, reachedAtMs, commandTs, updatedAtMs, tracking } = next;
+        if (index.size > 0 && firingOverriddenByPrefixCancel(index.latestFor(tenantId, serviceCallId), next)) continue;
+        const changes = sql.recordFiring.run(
+          state,
+          next.dueAtMs,
+          occurrence,
+          reachedAtMs,
+          commandTs,
+          updatedAtMs,
+          tracking?.attempt ?? null,
+          tracking?.firedAtMs ?? null,
+          tracking?.deadlineAtMs ?? null,
+          tenantId,
+          serviceCallId,
+          dueAtMs,
+          generation,
+        ).changes;
+        if (changes === 1) {
+          recorded[i] = true;
+          tenants.add(tenantId);
+        }
+      }
+      // The tenants fired from have a later earliest due time now (or none).
+      sql.raiseEarliest(tenants);
+      return recorded;
+    }).immediate;
+
+    this.#recordDeadlines = db.transaction((records: readonly DeadlineRecord[]) => {
+      const recorded: TimerKey[] = [];
+      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next } of records) {
+        const changes = sql.recordDeadline.run({
+          tenantId,
+          serviceCallId,
+          attempt,
+          deadlineAtMs,
+          state: next.state,
+          nextAttempt: next.attempt,
+          reachedAtMs: next.reachedAtMs,
+          nextDeadlineAtMs: next.deadlineAtMs,
+          lastReason: next.lastReason,
+          updatedAtMs: next.updatedAtMs,
+        }).changes;
+        if (changes === 1) recorded.push({ tenantId, serviceCallId });
+      }
+      return recorded;
+    }).immediate;
+
+    this.#raiseDueTenants = db.transaction(sql.raiseEarliest).immediate;
   }
 
-  /** Writes the timers a sweep step cancelled and where the next step starts, and commits. */
-  commitSweep(prefix: PrefixCancelKey, timers: readonly TimerColumnRow[], progressKey: string | null): void {
-    this.#commit(() => {
-      for (const values of timers) this.#sql.upsert.run(values as unknown[]);
-      this.#sql.updatePrefixProgress.run({ ...prefix, progressKey });
+  /** TimerStore.applyCommands, decided here; `recordedAtMs` stamps the prefix cancels it records. */
+  applyCommands(commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number): AppliedBatch {
+    const applied = this.#apply(commands, rules, recordedAtMs);
+    for (const cancel of applied.cancels) this.#prefixIndex.add(cancel);
+    return applied;
+  }
+
+  sweepPrefixCancel(prefix: PrefixCancelKey, limit: number, nowMs: number): { decisions: CommandDecision[]; done: boolean } {
+    const { tenantId, serviceCallIdPrefix } = prefix;
+    return this.#sweep({ tenantId, serviceCallIdPrefix }, limit, nowMs);
+  }
+
+  /** The firings of several calls in one transaction; the recorded keys of each call. */
+  recordFirings(calls: readonly (readonly Firing[])[]): TimerKey[][] {
+    const recorded = this.#recordFirings(calls.length === 1 ? calls[0]! : calls.flat());
+    let offset = 0;
+    return calls.map((call) => {
+      const keys = call.flatMap(({ tenantId, serviceCallId }, i) => (recorded[offset + i] ? [{ tenantId, serviceCallId }] : []));
+      offset += call.length;
+      return keys;
     });
   }
 
-  rollback(): void {
-    if (this.#db.inTransaction) this.#db.exec("ROLLBACK");
-  }
-
-  recordFirings(calls: readonly (readonly Firing[])[]): TimerKey[][] {
-    return this.#store.recordFiringCalls(calls);
-  }
-
   recordDeadlines(records: readonly DeadlineRecord[]): TimerKey[] {
-    return this.#store.recordDeadlineRecords(records);
+    return this.#recordDeadlines(records);
   }
 
+  /** Sets the tenants' bounds in timer_due_tenants to their earliest due times (one transaction). */
   raiseDueTenants(tenantIds: readonly string[]): void {
-    this.#store.raiseDueTenants(tenantIds);
+    this.#raiseDueTenants(tenantIds);
   }
 
   deleteFinalTimers(cutoffMs: number, limit: number): number {
@@ -119,17 +192,7 @@ export class SqliteWriter {
   }
 
   close(): void {
-    this.rollback();
+    if (this.#db.inTransaction) this.#db.exec("ROLLBACK");
     this.#db.close();
-  }
-
-  #commit(write: () => void): void {
-    try {
-      write();
-      this.#db.exec("COMMIT");
-    } catch (error) {
-      this.rollback();
-      throw error;
-    }
   }
 }

@@ -1,4 +1,4 @@
-import { decideCommand, scheduledDelta } from "../../domain/timer-rules.js";
+import { scheduledDelta } from "../../domain/timer-rules.js";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerMetrics } from "../timer-metrics.js";
@@ -51,9 +51,7 @@ export class PrefixCancelSweeper extends PollingLoop {
     let left = 0;
     for (const cancel of unfinished) {
       if (this.stopped) return { changed, unfinished: unfinished.length };
-      const { decisions, done } = await store.sweepPrefixCancel(cancel, batchSize, (current, command, context) =>
-        decideCommand(current, command, clock.now(), context),
-      );
+      const { decisions, done } = await store.sweepPrefixCancel(cancel, batchSize, clock.now());
       let delta = 0;
       for (const decision of decisions) {
         if (decision.next !== undefined) changed++;

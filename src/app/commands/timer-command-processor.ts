@@ -1,8 +1,6 @@
-import { decideCommand, scheduledDelta, withinPendingQuota, type CommandDecision } from "../../domain/timer-rules.js";
+import { scheduledDelta, type CommandDecision } from "../../domain/timer-rules.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
-import type { Timer } from "../../domain/timer.js";
 import type { CommandRejected } from "../timer-event-publisher.js";
-import { isBeyondRetention } from "../../domain/retention.js";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerEventPublisher } from "../timer-event-publisher.js";
@@ -202,8 +200,11 @@ export class TimerCommandProcessor {
 
   /**
    * A batch's turn to apply, after every batch that came before it: batches may be processed two at
-   * a time (one decoded while the other is stored), but they are applied in the order they came.
-   * `end` (called once the batch is done, whatever happened) passes the turn on at the latest.
+   * a time (one decoded while the other is stored), but they are applied in the order they came —
+   * this is the one place that keeps that order. A store that applies calls in call order (one
+   * writer, one queue) takes the next batch as soon as this one is handed to it; any other gets it
+   * after this one's commit. `end` (called once the batch is done, whatever happened) passes the
+   * turn on at the latest.
    */
   private applyTurn(): ApplyTurn {
     const previous = this.#lastApply;
@@ -211,14 +212,15 @@ export class TimerCommandProcessor {
     const ended = new Promise<void>((resolve) => (end = resolve));
     // After the earlier turns too: a batch that ends its turn early must not let a later one overtake an earlier one.
     this.#lastApply = previous.then(() => ended);
-    // A store that applies calls in call order takes the next batch once this one is handed over;
-    // the pending quota counts what is committed, so with a quota the next batch waits for the commit.
-    const inCallOrder = this.deps.store.appliesInCallOrder === true && !((this.deps.maxPendingPerTenant ?? 0) > 0);
+    const inCallOrder = this.deps.store.appliesInCallOrder === true;
     return {
       apply: async (commands) => {
         await previous;
+        // applyNow hands the batch to the store before it first awaits.
+        const applying = this.applyNow(commands);
+        if (inCallOrder) end();
         try {
-          return await this.applyNow(commands, inCallOrder ? end : () => undefined);
+          return await applying;
         } finally {
           // Not later: the batch's rejections, still to be published, must not hold up the next batch.
           end();
@@ -228,34 +230,20 @@ export class TimerCommandProcessor {
     };
   }
 
-  /**
-   * Commits the commands; undefined when storage failed (nothing was committed). `handedOver` is
-   * called once the store has the batch (or it never will).
-   */
-  private async applyNow(commands: TimerCommand[], handedOver: () => void): Promise<CommandDecision[] | undefined> {
+  /** Commits the commands; undefined when storage failed (nothing was committed). */
+  private async applyNow(commands: TimerCommand[]): Promise<CommandDecision[] | undefined> {
     const { store, clock, metrics, logger } = this.deps;
     let decisions: CommandDecision[];
     try {
-      const nowMs = clock.now();
-      // Beyond retention the key's history may be gone: ignored before the store is touched (§7).
-      const stale = commands.map((command) => isBeyondRetention(command.timestampMs, nowMs, this.deps.retentionMs ?? 0));
-      const fresh = commands.filter((_, i) => !stale[i]);
-      const quota = await this.pendingQuota(fresh);
-      const applying =
-        fresh.length === 0
-          ? []
-          : store.applyCommands(fresh, (current, command, context) =>
-              quota(current, command, decideCommand(current, command, nowMs, context)),
-            );
-      handedOver();
-      const applied = await applying;
-      let next = 0;
-      decisions = commands.map((_, i): CommandDecision => (stale[i] ? { outcome: "ignored", previous: undefined } : applied[next++]!));
+      // The rules travel with the batch: the store decides where it writes (command-batch.ts).
+      decisions = await store.applyCommands(commands, {
+        nowMs: clock.now(),
+        maxPendingPerTenant: this.deps.maxPendingPerTenant ?? 0,
+        retentionMs: this.deps.retentionMs ?? 0,
+      });
     } catch (error) {
       logger.error({ err: error, commands: commands.length }, "storing commands failed; they will be redelivered");
       return undefined;
-    } finally {
-      handedOver();
     }
     let pendingDelta = 0;
     let earliestDueAtMs = Number.POSITIVE_INFINITY;
@@ -269,30 +257,6 @@ export class TimerCommandProcessor {
     this.countReports(decisions);
     if (earliestDueAtMs !== Number.POSITIVE_INFINITY) this.deps.onScheduled(earliestDueAtMs);
     return decisions;
-  }
-
-  /**
-   * The pending quota over one batch: the tenants' counts of Scheduled timers as stored, plus what
-   * the batch's decisions so far add. A store may decide one command twice (first as if its key were
-   * new) or run the whole batch again; a command's share is then replaced, not added. Several
-   * instances read the counts at once, so each may overshoot by at most its batch (CONTRACT §12).
-   */
-  private async pendingQuota(
-    commands: readonly TimerCommand[],
-  ): Promise<(current: Timer | undefined, command: TimerCommand, decision: CommandDecision) => CommandDecision> {
-    const maxPending = this.deps.maxPendingPerTenant ?? 0;
-    const tenants = [...new Set(commands.filter((c) => c.kind !== "cancelPrefix").map((c) => c.tenantId))];
-    if (maxPending === 0 || tenants.length === 0) return (_current, _command, decision) => decision;
-    const pending = new Map(await this.deps.store.countScheduledOf(tenants));
-    const shares = new Map<TimerCommand, number>();
-    return (_current, command, decision) => {
-      const before = (pending.get(command.tenantId) ?? 0) - (shares.get(command) ?? 0);
-      const quoted = withinPendingQuota(decision, before, maxPending);
-      const share = scheduledDelta(quoted);
-      shares.set(command, share);
-      pending.set(command.tenantId, before + share);
-      return quoted;
-    };
   }
 
   /** Counts the deliveries reports ended (CONTRACT §11 metrics) and announces retry deadlines. */

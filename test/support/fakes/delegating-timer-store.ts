@@ -1,4 +1,5 @@
-import type { DeadlineClaim, DeadlineRecord, DecideCommand, DueClaim, Firing, TimerStore } from "../../../src/app/timer-store.js";
+import type { DeadlineClaim, DeadlineRecord, DueClaim, Firing, TimerStore } from "../../../src/app/timer-store.js";
+import type { DecideRules } from "../../../src/app/command-batch.js";
 import type { PrefixCancel } from "../../../src/domain/prefix-cancel.js";
 import type { TimerKey } from "../../../src/domain/timer.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
@@ -7,8 +8,8 @@ import type { TimerCommand } from "../../../src/domain/timer-command.js";
 export class DelegatingTimerStore implements TimerStore {
   constructor(readonly inner: TimerStore) {}
 
-  applyCommands(commands: readonly TimerCommand[], decide: DecideCommand) {
-    return this.inner.applyCommands(commands, decide);
+  applyCommands(commands: readonly TimerCommand[], rules: DecideRules) {
+    return this.inner.applyCommands(commands, rules);
   }
   claimDue(claim: DueClaim) {
     return this.inner.claimDue(claim);
@@ -28,8 +29,8 @@ export class DelegatingTimerStore implements TimerStore {
   unfinishedPrefixCancels() {
     return this.inner.unfinishedPrefixCancels();
   }
-  sweepPrefixCancel(prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">, limit: number, decide: DecideCommand) {
-    return this.inner.sweepPrefixCancel(prefix, limit, decide);
+  sweepPrefixCancel(prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">, limit: number, nowMs: number) {
+    return this.inner.sweepPrefixCancel(prefix, limit, nowMs);
   }
   releaseClaims(owner: string, timers?: readonly TimerKey[]) {
     return this.inner.releaseClaims(owner, timers);

@@ -13,7 +13,6 @@ import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 import { firstOccurrenceAt, type Recurrence } from "../../../src/domain/recurrence.js";
 import type { FiringDecision, FiringTimer } from "../../../src/domain/firing-rules.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
-import { decideCommand } from "../../../src/domain/timer-rules.js";
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
@@ -85,7 +84,7 @@ describe("catch-up lanes", () => {
   });
 
   async function apply(...commands: TimerCommand[]): Promise<void> {
-    await store.applyCommands(commands, (current, command) => decideCommand(current, command, clock.now()));
+    await store.applyCommands(commands, { nowMs: clock.now() });
   }
 
   function schedule(tenantId: string, serviceCallId: string, dueAtMs: number, repeat: Recurrence | null = null): TimerCommand {

@@ -4,7 +4,6 @@ import { DueTimerLoop } from "../../../src/app/firing/due-timer-loop.js";
 import { DueTimerWorker } from "../../../src/app/firing/due-timer-worker.js";
 import type { DueClaim, DueTimer } from "../../../src/app/timer-store.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
-import { decideCommand } from "../../../src/domain/timer-rules.js";
 import { dateClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
@@ -91,7 +90,7 @@ describe("DueTimerLoop (fake timers)", () => {
       correlationId: null,
       timestampMs: ++commandTs,
     };
-    await store.applyCommands([command], (current, c) => decideCommand(current, c, Date.now()));
+    await store.applyCommands([command], { nowMs: Date.now() });
   }
 
   const fired = () => publisher.dueTimeReached.map((e) => ({ id: e.serviceCallId, at: e.reachedAtMs }));

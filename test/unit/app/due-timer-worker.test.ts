@@ -3,7 +3,6 @@ import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-stor
 import { DueTimerWorker } from "../../../src/app/firing/due-timer-worker.js";
 import type { TimerKey } from "../../../src/domain/timer.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
-import { decideCommand } from "../../../src/domain/timer-rules.js";
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
@@ -36,7 +35,7 @@ describe("DueTimerWorker.poll", () => {
     });
 
   async function apply(...commands: TimerCommand[]): Promise<void> {
-    const decisions = await store.applyCommands(commands, (current, command) => decideCommand(current, command, clock.now()));
+    const decisions = await store.applyCommands(commands, { nowMs: clock.now() });
     for (const decision of decisions) {
       const before = decision.previous?.state === "Scheduled" ? 1 : 0;
       const after = (decision.next ?? decision.previous)?.state === "Scheduled" ? 1 : 0;

@@ -41,24 +41,30 @@ describe("withinPendingQuota", () => {
   });
 });
 
-const STORES: [string, () => { store: TimerStore; cleanup(): void }][] = [
-  ["memory", () => ({ store: new MemoryTimerStore(), cleanup() {} })],
+const STORES: [string, () => Promise<{ store: TimerStore; cleanup(): Promise<void> }>][] = [
+  ["memory", async () => ({ store: new MemoryTimerStore(), async cleanup() {} })],
   [
     "SQLite",
-    () => {
+    async () => {
       const dir = mkdtempSync(join(tmpdir(), "quota-"));
-      const store = openSqliteTimerStore({ path: join(dir, "t.db") });
-      return { store, cleanup: () => (void store.close(), rmSync(dir, { recursive: true, force: true })) };
+      const store = await openSqliteTimerStore({ path: join(dir, "t.db") });
+      return {
+        store,
+        cleanup: async () => {
+          await store.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
     },
   ],
 ];
 
 describe.each(STORES)("TimerCommandProcessor with TIMER_TENANT_MAX_PENDING on the %s store", (_name, open) => {
-  let opened: ReturnType<typeof open> | undefined;
-  afterEach(() => opened?.cleanup());
+  let opened: Awaited<ReturnType<typeof open>> | undefined;
+  afterEach(async () => opened?.cleanup());
 
-  function setUp(maxPendingPerTenant: number) {
-    opened = open();
+  async function setUp(maxPendingPerTenant: number) {
+    opened = await open();
     const clock = new FakeClock(T0);
     const publisher = new RecordingEventPublisher();
     const metrics = new RecordingMetrics();
@@ -93,7 +99,7 @@ describe.each(STORES)("TimerCommandProcessor with TIMER_TENANT_MAX_PENDING on th
     );
 
   it("when one batch would take a tenant over its quota, then the commands past it are rejected QUOTA_EXCEEDED (termed) and the rest apply", async () => {
-    const { processor, publisher, metrics, store } = setUp(3);
+    const { processor, publisher, metrics, store } = await setUp(3);
 
     const settlements = await processor.process([
       schedule("a"),
@@ -119,7 +125,7 @@ describe.each(STORES)("TimerCommandProcessor with TIMER_TENANT_MAX_PENDING on th
   });
 
   it("when a cancel in the same batch makes room, then a later new timer of the batch fits", async () => {
-    const { processor, store } = setUp(2);
+    const { processor, store } = await setUp(2);
     await processor.process([schedule("a"), schedule("b")]);
 
     const settlements = await processor.process([

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { PrefixCancelSweeper } from "../../../src/app/commands/prefix-cancel-sweeper.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
-import { decideCommand } from "../../../src/domain/timer-rules.js";
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
@@ -23,8 +22,7 @@ describe("PrefixCancelSweeper", () => {
     const clock = new FakeClock(T0);
     const metrics = new RecordingMetrics();
     const logger = new RecordingLogger();
-    const decide = (current: Parameters<typeof decideCommand>[0], command: TimerCommand, context: Parameters<typeof decideCommand>[3]) =>
-      decideCommand(current, command, clock.now(), context);
+    const decide = { nowMs: clock.now() };
     await store.applyCommands([...["p:1", "p:2", "p:3", "p:4", "p:5", "q:1"].map(schedule)], decide);
     metrics.setPending(6);
     const sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger, batchSize: 2, idleCheckMs: 60_000 });

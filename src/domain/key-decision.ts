@@ -1,0 +1,16 @@
+import type { Timer } from "./timer.js";
+
+/**
+ * What a rule about one key (a report, a retry) decides: the `accepted` and `ignored` cases of
+ * `CommandDecision` (timer-rules.ts), which every such decision is. Declared apart so that those
+ * rules need not import the command rules that call them (no import circle).
+ */
+export type KeyDecision =
+  | { readonly outcome: "accepted"; readonly previous: Timer | undefined; readonly next?: Timer }
+  | {
+      readonly outcome: "ignored";
+      readonly previous: Timer | undefined;
+      readonly next?: Timer;
+      /** See CommandDecision: a report that may have overtaken the record of its timer's publish. */
+      readonly retryLater?: boolean;
+    };
