@@ -1,4 +1,4 @@
-import { decideCommand, scheduledDelta, withinPendingQuota, type CommandDecision } from "../domain/timer-rules.js";
+import { decideCommand, scheduledDelta, withinPendingQuota, type CommandDecision } from "../domain/command-rules.js";
 import { isBeyondRetention } from "../domain/retention.js";
 import { timerKeyString, type Timer, type TimerKey } from "../domain/timer.js";
 import type { CancelTimerCommand, TimerCommand } from "../domain/timer-command.js";

@@ -1,6 +1,6 @@
 import type { Timer, ScheduledTimer, TimerKey } from "../domain/timer.js";
 import type { TimerCommand } from "../domain/timer-command.js";
-import type { CommandDecision } from "../domain/timer-rules.js";
+import type { CommandDecision } from "../domain/command-rules.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
 import type { DeadlineTimer, TimerAfterDeadline } from "../domain/delivery-rules.js";
 import type { PrefixCancel } from "../domain/prefix-cancel.js";

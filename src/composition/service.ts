@@ -7,9 +7,9 @@ import type { Logger } from "../app/logger.js";
 import type { Storage } from "../app/storage.js";
 import { CommandDecoder } from "../app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "../app/commands/timer-command-processor.js";
-import { DueTimerWorker } from "../app/firing/due-timer-worker.js";
+import { DueTimerPoll } from "../app/firing/due-timer-poll.js";
 import { DueTimerLoop } from "../app/firing/due-timer-loop.js";
-import { DeliveryDeadlineWorker } from "../app/firing/delivery-deadline-worker.js";
+import { DeliveryDeadlinePoll } from "../app/firing/delivery-deadline-poll.js";
 import { DeliveryDeadlineLoop } from "../app/firing/delivery-deadline-loop.js";
 import { PrefixCancelSweeper } from "../app/commands/prefix-cancel-sweeper.js";
 import { CronerCalendar } from "../adapters/cron/croner-calendar.js";
@@ -141,7 +141,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   // What both firing workers share: where they read and write, publish, and whose claims they take.
   const firing = { store, publisher, clock, metrics, logger, batchSize: config.batchSize, owner, claimTtlMs: config.storage.claimTtlMs };
   const deadlineLoop = new DeliveryDeadlineLoop({
-    worker: new DeliveryDeadlineWorker(firing),
+    worker: new DeliveryDeadlinePoll(firing),
     store,
     clock,
     logger,
@@ -149,7 +149,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   });
   // Long catch-ups of recurring timers (CONTRACT §10) run on a thread of their own.
   const catchUps = new CatchUpThread();
-  const worker = new DueTimerWorker({
+  const worker = new DueTimerPoll({
     ...firing,
     calendar,
     catchUps,

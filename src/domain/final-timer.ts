@@ -1,5 +1,5 @@
 import type { Timer } from "./timer.js";
-import { isRetryable } from "./retry-rules.js";
+import { isRetryable } from "./retry-timer-rules.js";
 import type { ScheduleTimerCommand } from "./timer-command.js";
 
 /**

@@ -2,7 +2,7 @@ import type { Timer } from "./timer.js";
 
 /**
  * What a rule about one key (a report, a retry) decides: the `accepted` and `ignored` cases of
- * `CommandDecision` (timer-rules.ts), which every such decision is. Declared apart so that those
+ * `CommandDecision` (command-rules.ts), which every such decision is. Declared apart so that those
  * rules need not import the command rules that call them (no import circle).
  */
 export type KeyDecision =

@@ -3,8 +3,8 @@ import { CronerCalendar } from "../../src/adapters/cron/croner-calendar.js";
 import { InProcessCatchUps } from "../support/fakes/in-process-catch-ups.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "../../src/app/commands/timer-command-processor.js";
-import { DeliveryDeadlineWorker } from "../../src/app/firing/delivery-deadline-worker.js";
-import { DueTimerWorker } from "../../src/app/firing/due-timer-worker.js";
+import { DeliveryDeadlinePoll } from "../../src/app/firing/delivery-deadline-poll.js";
+import { DueTimerPoll } from "../../src/app/firing/due-timer-poll.js";
 import type { TimerRetention } from "../../src/app/retention/timer-retention.js";
 import type { TimerStore } from "../../src/app/timer-store.js";
 import { formatInstant } from "../../src/domain/due-time.js";
@@ -37,8 +37,8 @@ export function describeCompletionTrackingContract(name: string, open: () => Pro
     let publisher: RecordingEventPublisher;
     let metrics: RecordingMetrics;
     let processor: TimerCommandProcessor;
-    let dueWorker: DueTimerWorker;
-    let deadlineWorker: DeliveryDeadlineWorker;
+    let dueWorker: DueTimerPoll;
+    let deadlineWorker: DeliveryDeadlinePoll;
     let ts: number;
 
     beforeEach(async () => {
@@ -58,7 +58,7 @@ export function describeCompletionTrackingContract(name: string, open: () => Pro
         logger,
         onScheduled: () => undefined,
       });
-      dueWorker = new DueTimerWorker({
+      dueWorker = new DueTimerPoll({
         store,
         publisher,
         clock,
@@ -70,7 +70,7 @@ export function describeCompletionTrackingContract(name: string, open: () => Pro
         calendar,
         catchUps: new InProcessCatchUps(calendar),
       });
-      deadlineWorker = new DeliveryDeadlineWorker({
+      deadlineWorker = new DeliveryDeadlinePoll({
         store,
         publisher,
         clock,

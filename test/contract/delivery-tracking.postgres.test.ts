@@ -6,7 +6,7 @@ import { openPostgresTimerStore } from "../../src/adapters/postgres/postgres-tim
 import { PostgresTimerRetention } from "../../src/adapters/postgres/postgres-timer-retention.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "../../src/app/commands/timer-command-processor.js";
-import { DueTimerWorker } from "../../src/app/firing/due-timer-worker.js";
+import { DueTimerPoll } from "../../src/app/firing/due-timer-poll.js";
 import { formatInstant } from "../../src/domain/due-time.js";
 import { FakeClock, T0 } from "../support/fakes/fake-clock.js";
 import { rawCommand } from "../support/fakes/command-messages.js";
@@ -66,7 +66,7 @@ describe("deadline claims across instances (Postgres, CONTRACT §6 and §11)", (
         }),
       );
       await processor.process(messages);
-      const due = new DueTimerWorker({
+      const due = new DueTimerPoll({
         store: a,
         publisher,
         clock,

@@ -3,7 +3,7 @@
  * TimerCompleted / TimerFailed reports (old, equal and new timestamps, redeliveries), RetryTimer
  * (CONTRACT §14) of any state, clock moves,
  * due polls, deadline polls and restarts of the SQLite store, run through CommandDecoder +
- * TimerCommandProcessor + DueTimerWorker + DeliveryDeadlineWorker, and compared after every step
+ * TimerCommandProcessor + DueTimerPoll + DeliveryDeadlinePoll, and compared after every step
  * with a reference model written here from the contract text (it uses no domain code).
  *
  * Reproduce a failure with FC_SEED=<seed printed by fast-check>.
@@ -18,8 +18,8 @@ import { InProcessCatchUps } from "../support/fakes/in-process-catch-ups.js";
 import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor } from "../../src/app/commands/timer-command-processor.js";
-import { DeliveryDeadlineWorker } from "../../src/app/firing/delivery-deadline-worker.js";
-import { DueTimerWorker } from "../../src/app/firing/due-timer-worker.js";
+import { DeliveryDeadlinePoll } from "../../src/app/firing/delivery-deadline-poll.js";
+import { DueTimerPoll } from "../../src/app/firing/due-timer-poll.js";
 import { FakeClock, T0 } from "../support/fakes/fake-clock.js";
 import { rawCommand } from "../support/fakes/command-messages.js";
 import { RecordingEventPublisher } from "../support/fakes/recording-event-publisher.js";
@@ -241,7 +241,7 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
             logger: silentLogger,
             onScheduled: () => undefined,
           }),
-          due: new DueTimerWorker({
+          due: new DueTimerPoll({
             store,
             publisher,
             clock,
@@ -253,7 +253,7 @@ describe("completion tracking against its model (CONTRACT §11)", () => {
             calendar,
             catchUps: new InProcessCatchUps(calendar),
           }),
-          deadlines: new DeliveryDeadlineWorker({
+          deadlines: new DeliveryDeadlinePoll({
             store,
             publisher,
             clock,

@@ -4,7 +4,7 @@
  * maxOccurrences and until; maxLatenessMs; CancelTimersByPrefix), clock moves, polls (some with a
  * publish failure, some with commands landing between publish and mark), steps of the prefix-cancel
  * sweep and restarts of the SQLite store, run through CommandDecoder + TimerCommandProcessor +
- * DueTimerWorker + PrefixCancelSweeper, and compared after every step with a small reference model
+ * DueTimerPoll + PrefixCancelSweeper, and compared after every step with a small reference model
  * written here from the contract text (it uses neither decideCommand nor decideFiring; it applies a
  * prefix cancel to every matching timer at once, where the service sweeps in the background).
  *
@@ -18,7 +18,7 @@ import { describe, expect, it } from "vitest";
 import { openSqliteTimerStore, type SqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
 import { CommandDecoder } from "../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor, type DeliveredCommand } from "../../src/app/commands/timer-command-processor.js";
-import { DueTimerWorker } from "../../src/app/firing/due-timer-worker.js";
+import { DueTimerPoll } from "../../src/app/firing/due-timer-poll.js";
 import { PrefixCancelSweeper } from "../../src/app/commands/prefix-cancel-sweeper.js";
 import type { Timer } from "../../src/domain/timer.js";
 import type { DueTimeMissed, DueTimeReached } from "../../src/app/timer-event-publisher.js";
@@ -548,7 +548,7 @@ class System {
   readonly metrics = new RecordingMetrics();
   store!: SqliteTimerStore;
   processor!: TimerCommandProcessor;
-  worker!: DueTimerWorker;
+  worker!: DueTimerPoll;
   sweeper!: PrefixCancelSweeper;
   restarts = 0;
 
@@ -573,7 +573,7 @@ class System {
       logger: silentLogger,
       onScheduled: () => {},
     });
-    this.worker = new DueTimerWorker({
+    this.worker = new DueTimerPoll({
       store: this.store,
       publisher,
       clock,
@@ -842,7 +842,7 @@ const seed = process.env.FC_SEED === undefined ? Date.now() % 2_147_483_647 : Nu
 const path = process.env.FC_PATH;
 const NUM_RUNS = Number(process.env.FC_NUM_RUNS ?? 1_000);
 
-describe("timer model (CONTRACT §3, §10) vs. TimerCommandProcessor + DueTimerWorker + PrefixCancelSweeper + SqliteTimerStore", () => {
+describe("timer model (CONTRACT §3, §10) vs. TimerCommandProcessor + DueTimerPoll + PrefixCancelSweeper + SqliteTimerStore", () => {
   it(`when random commands, clock moves, polls and restarts are run (seed ${seed}), then the stored state and the events always match the model`, async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 40, size: "medium" }), async (steps) => {

@@ -3,7 +3,7 @@ import type { TraceMembers } from "../../domain/trace-context.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { isScheduled, timerKeyString, type ScheduledTimer, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
-import type { CommandDecision } from "../../domain/timer-rules.js";
+import type { CommandDecision } from "../../domain/command-rules.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { dealRoundRobin, perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { compareCodePoints } from "../../domain/code-point-order.js";

@@ -15,7 +15,7 @@ import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../do
 import { parseRecurrence } from "../../domain/recurrence.js";
 import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
-import type { CommandDecision } from "../../domain/timer-rules.js";
+import type { CommandDecision } from "../../domain/command-rules.js";
 import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
 import { perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { migratePostgres } from "./postgres-migrations.js";

@@ -20,7 +20,7 @@ import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { deliveryOf, withoutUnsetTrace } from "../delivery-columns.js";
 import type { Timer, TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
-import type { CommandDecision } from "../../domain/timer-rules.js";
+import type { CommandDecision } from "../../domain/command-rules.js";
 import { parseRecurrence } from "../../domain/recurrence.js";
 import { PrefixCancelIndex } from "../../domain/prefix-cancel.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";

@@ -4,7 +4,7 @@ import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel, qu
 import type { DecideRules } from "../../app/command-batch.js";
 import type { TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
-import type { CommandDecision } from "../../domain/timer-rules.js";
+import type { CommandDecision } from "../../domain/command-rules.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { compareTimerKeys } from "../../domain/code-point-order.js";
 import { timerColumnValues } from "../storage/timer-columns.js";

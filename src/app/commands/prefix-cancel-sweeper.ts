@@ -1,4 +1,4 @@
-import { scheduledDelta } from "../../domain/timer-rules.js";
+import { scheduledDelta } from "../../domain/command-rules.js";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerMetrics } from "../timer-metrics.js";

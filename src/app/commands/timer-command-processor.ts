@@ -1,4 +1,4 @@
-import { scheduledDelta, type CommandDecision } from "../../domain/timer-rules.js";
+import { scheduledDelta, type CommandDecision } from "../../domain/command-rules.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandRejected } from "../timer-event-publisher.js";
 import type { Clock } from "../clock.js";

@@ -1,12 +1,12 @@
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { TimerStore } from "../timer-store.js";
-import type { DeliveryDeadlineWorker } from "./delivery-deadline-worker.js";
+import type { DeliveryDeadlinePoll } from "./delivery-deadline-poll.js";
 import { failedPollBackoffMs } from "./failure-backoff.js";
 import { PollingLoop } from "../polling-loop.js";
 
 export interface DeliveryDeadlineLoopDeps {
-  readonly worker: DeliveryDeadlineWorker;
+  readonly worker: DeliveryDeadlinePoll;
   readonly store: TimerStore;
   readonly clock: Clock;
   readonly logger: Logger;

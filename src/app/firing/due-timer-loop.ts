@@ -1,13 +1,13 @@
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { DueCursor, TimerStore } from "../timer-store.js";
-import type { DueTimerWorker, PollReport } from "./due-timer-worker.js";
+import type { DueTimerPoll, PollReport } from "./due-timer-poll.js";
 import { failedPollBackoffMs } from "./failure-backoff.js";
 import { PollSpacing } from "./poll-spacing.js";
 import { PollingLoop } from "../polling-loop.js";
 
 export interface DueTimerLoopDeps {
-  readonly worker: DueTimerWorker;
+  readonly worker: DueTimerPoll;
   readonly store: TimerStore;
   readonly clock: Clock;
   readonly logger: Logger;

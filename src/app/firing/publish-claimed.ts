@@ -1,5 +1,5 @@
 import type { TimerKey } from "../../domain/timer.js";
-import type { FiringWorkerDeps } from "./firing-worker-deps.js";
+import type { FiringPollDeps } from "./firing-poll-deps.js";
 
 /**
  * Publishes one event per claimed timer, all in flight at once, and says which went out. The
@@ -9,7 +9,7 @@ import type { FiringWorkerDeps } from "./firing-worker-deps.js";
 export async function publishClaimed<T extends { readonly timer: TimerKey }>(
   claimed: readonly T[],
   publish: (item: T) => Promise<void>,
-  deps: Pick<FiringWorkerDeps, "store" | "metrics" | "logger" | "owner">,
+  deps: Pick<FiringPollDeps, "store" | "metrics" | "logger" | "owner">,
   failureMessage: string,
 ): Promise<{ published: T[]; failed: number }> {
   const results = await Promise.allSettled(claimed.map(publish));

@@ -7,7 +7,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
-import { DueTimerWorker } from "../../../src/app/firing/due-timer-worker.js";
+import { DueTimerPoll } from "../../../src/app/firing/due-timer-poll.js";
 import type { CatchUpCalculator } from "../../../src/app/firing/catch-up-calculator.js";
 import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 import { firstOccurrenceAt, type Recurrence } from "../../../src/domain/recurrence.js";
@@ -59,7 +59,7 @@ describe("catch-up lanes", () => {
   let catchUps: HeldCatchUps;
   let drained: number;
   let commandTs: number;
-  let worker: DueTimerWorker;
+  let worker: DueTimerPoll;
 
   beforeEach(() => {
     clock = new FakeClock(T0);
@@ -68,7 +68,7 @@ describe("catch-up lanes", () => {
     catchUps = new HeldCatchUps();
     drained = 0;
     commandTs = 0;
-    worker = new DueTimerWorker({
+    worker = new DueTimerPoll({
       store,
       publisher,
       clock,

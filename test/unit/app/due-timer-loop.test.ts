@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { DueTimerLoop } from "../../../src/app/firing/due-timer-loop.js";
-import { DueTimerWorker } from "../../../src/app/firing/due-timer-worker.js";
+import { DueTimerPoll } from "../../../src/app/firing/due-timer-poll.js";
 import type { DueClaim, DueTimer } from "../../../src/app/timer-store.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
 import { dateClock, T0 } from "../../support/fakes/fake-clock.js";
@@ -65,7 +65,7 @@ describe("DueTimerLoop (fake timers)", () => {
 
   function buildLoop(batchSize = 100): DueTimerLoop {
     const metrics = new RecordingMetrics();
-    const worker = new DueTimerWorker({
+    const worker = new DueTimerPoll({
       store,
       publisher,
       clock: dateClock,

@@ -9,7 +9,7 @@ import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
 import { CommandDecoder } from "../../../src/app/commands/command-decoder.js";
 import { TimerCommandProcessor, type DeliveredCommand } from "../../../src/app/commands/timer-command-processor.js";
 import type { TimerStore } from "../../../src/app/timer-store.js";
-import { withinPendingQuota, type CommandDecision } from "../../../src/domain/timer-rules.js";
+import { withinPendingQuota, type CommandDecision } from "../../../src/domain/command-rules.js";
 import type { Timer } from "../../../src/domain/timer.js";
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";

@@ -10,7 +10,7 @@ import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-stor
 import { CommandDecoder } from "../../../src/app/commands/command-decoder.js";
 import { PrefixCancelSweeper } from "../../../src/app/commands/prefix-cancel-sweeper.js";
 import { TimerCommandProcessor } from "../../../src/app/commands/timer-command-processor.js";
-import { DueTimerWorker } from "../../../src/app/firing/due-timer-worker.js";
+import { DueTimerPoll } from "../../../src/app/firing/due-timer-poll.js";
 import { rawCommand } from "../../support/fakes/command-messages.js";
 import { FakeClock } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
@@ -26,7 +26,7 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
   let publisher: RecordingEventPublisher;
   let metrics: RecordingMetrics;
   let processor: TimerCommandProcessor;
-  let worker: DueTimerWorker;
+  let worker: DueTimerPoll;
   let sweeper: PrefixCancelSweeper;
   let ts: number;
 
@@ -38,7 +38,7 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
     const calendar = new CronerCalendar();
     const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, maxClockSkewMs: 86_400_000, clock, calendar });
     processor = new TimerCommandProcessor({ decoder, store, publisher, clock, metrics, logger: silentLogger, onScheduled: () => {} });
-    worker = new DueTimerWorker({
+    worker = new DueTimerPoll({
       store,
       publisher,
       clock,

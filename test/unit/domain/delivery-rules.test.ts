@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decideDeadline, decideReport, retryDelayMs, type DeadlineTimer, type DeliveryPolicy } from "../../../src/domain/delivery-rules.js";
 import { decideFiring, type FiringTimer } from "../../../src/domain/firing-rules.js";
-import { decideCommand } from "../../../src/domain/timer-rules.js";
+import { decideCommand } from "../../../src/domain/command-rules.js";
 import type { Timer } from "../../../src/domain/timer.js";
 import type { ReportCommand } from "../../../src/domain/timer-command.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";

@@ -5,7 +5,7 @@ import type { TimerMetrics } from "../timer-metrics.js";
 import type { TimerStore } from "../timer-store.js";
 
 /** What both firing workers (due timers, delivery deadlines) need: store, publisher and their claims. */
-export interface FiringWorkerDeps {
+export interface FiringPollDeps {
   readonly store: TimerStore;
   readonly publisher: TimerEventPublisher;
   readonly clock: Clock;

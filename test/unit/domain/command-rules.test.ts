@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Timer } from "../../../src/domain/timer.js";
 import type { CancelTimerCommand, ScheduleTimerCommand } from "../../../src/domain/timer-command.js";
-import { decideCommand, scheduledDelta, type CommandDecision } from "../../../src/domain/timer-rules.js";
+import { decideCommand, scheduledDelta, type CommandDecision } from "../../../src/domain/command-rules.js";
 
 const NOW = 1_764_108_000_000;
 const LATER = NOW + 5_000;

@@ -1,5 +1,5 @@
 import { traceOf } from "../../domain/trace-context.js";
-import type { FiringWorkerDeps } from "./firing-worker-deps.js";
+import type { FiringPollDeps } from "./firing-poll-deps.js";
 import { publishClaimed } from "./publish-claimed.js";
 import { timerKeyString } from "../../domain/timer.js";
 import { decideDeadline, type DeadlineDecision, type DeadlineTimer } from "../../domain/delivery-rules.js";
@@ -17,7 +17,7 @@ export interface DeadlinePollReport {
   readonly full: boolean;
 }
 
-export type DeliveryDeadlineWorkerDeps = FiringWorkerDeps;
+export type DeliveryDeadlinePollDeps = FiringPollDeps;
 
 interface Passed {
   readonly timer: DeadlineTimer;
@@ -31,8 +31,8 @@ interface Passed {
  * stream drops by its `Nats-Msg-Id`), and records the completion time-outs (a retry then waits
  * its backoff, or the timer ends `TimedOut`).
  */
-export class DeliveryDeadlineWorker {
-  constructor(private readonly deps: DeliveryDeadlineWorkerDeps) {}
+export class DeliveryDeadlinePoll {
+  constructor(private readonly deps: DeliveryDeadlinePollDeps) {}
 
   async poll(): Promise<DeadlinePollReport> {
     const { store, clock, batchSize, owner, claimTtlMs, metrics } = this.deps;

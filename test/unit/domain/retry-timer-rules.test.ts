@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decideCommand } from "../../../src/domain/timer-rules.js";
+import { decideCommand } from "../../../src/domain/command-rules.js";
 import { decideFiring } from "../../../src/domain/firing-rules.js";
 import type { Timer, TimerState } from "../../../src/domain/timer.js";
 import type { RetryTimerCommand } from "../../../src/domain/timer-command.js";

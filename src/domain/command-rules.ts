@@ -1,7 +1,7 @@
 import { isClosedToCommands, type Timer } from "./timer.js";
 import { sameRecurrence } from "./recurrence.js";
 import { decideReport, type DeliveryPolicy } from "./delivery-rules.js";
-import { decideRetry } from "./retry-rules.js";
+import { decideRetry } from "./retry-timer-rules.js";
 import { traceMembers } from "./trace-context.js";
 import { isReuseOfFinalTimer, timerFinalReason } from "./final-timer.js";
 import type { CancelTimerCommand, CancelTimersByPrefixCommand, KeyCommand, ScheduleTimerCommand, TimerCommand } from "./timer-command.js";

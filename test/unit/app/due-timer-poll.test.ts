@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
-import { DueTimerWorker } from "../../../src/app/firing/due-timer-worker.js";
+import { DueTimerPoll } from "../../../src/app/firing/due-timer-poll.js";
 import type { TimerKey } from "../../../src/domain/timer.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
 import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
@@ -12,7 +12,7 @@ import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 
 const key = (serviceCallId: string, tenantId = "acme"): TimerKey => ({ tenantId, serviceCallId });
 
-describe("DueTimerWorker.poll", () => {
+describe("DueTimerPoll.poll", () => {
   let clock: FakeClock;
   let store: MemoryTimerStore;
   let publisher: RecordingEventPublisher;
@@ -21,7 +21,7 @@ describe("DueTimerWorker.poll", () => {
   let commandTs: number;
 
   const worker = (batchSize = 100) =>
-    new DueTimerWorker({
+    new DueTimerPoll({
       store,
       publisher,
       clock,

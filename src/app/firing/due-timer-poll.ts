@@ -1,5 +1,5 @@
 import { traceOf } from "../../domain/trace-context.js";
-import type { FiringWorkerDeps } from "./firing-worker-deps.js";
+import type { FiringPollDeps } from "./firing-poll-deps.js";
 import { publishClaimed } from "./publish-claimed.js";
 import { timerKeyString, type TimerKey } from "../../domain/timer.js";
 import { decideFiring, type FiringDecision } from "../../domain/firing-rules.js";
@@ -33,7 +33,7 @@ export interface PollReport {
   readonly full: boolean;
 }
 
-export interface DueTimerWorkerDeps extends FiringWorkerDeps {
+export interface DueTimerPollDeps extends FiringPollDeps {
   /** Next occurrences of cron rules. */
   readonly calendar: RecurrenceCalendar;
   /** Decides the firings whose catch-up takes more than `CATCH_UP_STEPS_IN_POLL` calendar steps. */
@@ -71,11 +71,11 @@ const CATCH_UP_LANE_CAPACITY = 100;
  * `Nats-Msg-Id`. Claims of timers whose publish failed are released, so the retry need not wait
  * for them to expire.
  */
-export class DueTimerWorker {
+export class DueTimerPoll {
   readonly #budget: BudgetedCalendar;
   readonly #lanes: CatchUpLanes;
 
-  constructor(private readonly deps: DueTimerWorkerDeps) {
+  constructor(private readonly deps: DueTimerPollDeps) {
     this.#budget = new BudgetedCalendar(deps.calendar, CATCH_UP_STEPS_IN_POLL);
     this.#lanes = new CatchUpLanes({
       capacity: CATCH_UP_LANE_CAPACITY,
