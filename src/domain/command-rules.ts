@@ -3,6 +3,7 @@ import { sameRecurrence } from "./recurrence.js";
 import { decideReport, type DeliveryPolicy } from "./delivery-rules.js";
 import { decideRetry } from "./retry-timer-rules.js";
 import { traceMembers } from "./trace-context.js";
+import type { KeyDecision } from "./key-decision.js";
 import { isReuseOfFinalTimer, timerFinalReason } from "./final-timer.js";
 import type { CancelTimerCommand, CancelTimersByPrefixCommand, KeyCommand, ScheduleTimerCommand, TimerCommand } from "./timer-command.js";
 
@@ -12,25 +13,14 @@ import type { CancelTimerCommand, CancelTimersByPrefixCommand, KeyCommand, Sched
  *   `CancelTimersByPrefix` there is no `next`: `accepted` means "record the prefix cancel".
  * - `ignored`: nothing observable changed. `next` is set when only `commandTs` moved forward and must
  *   still be stored (CONTRACT §3.2: "commandTs becomes its timestampMs even when it changes nothing"),
- *   or when a recorded prefix cancel not yet applied to this timer cancelled it.
+ *   or when a recorded prefix cancel not yet applied to this timer cancelled it. `retryLater`: a
+ *   report for a tracked timer that is due but not yet recorded `Fired` (key-decision.ts).
+ * - `refused`: valid, but nothing changes. `QUOTA_EXCEEDED` for a limit of the tenant (CONTRACT
+ *   §12), `TIMER_FINAL` for a newer schedule of a timer closed to commands (§17), with its `reason`.
  */
 export type CommandDecision =
-  | { readonly outcome: "accepted"; readonly previous: Timer | undefined; readonly next?: Timer }
+  | KeyDecision
   | {
-      readonly outcome: "ignored";
-      readonly previous: Timer | undefined;
-      readonly next?: Timer;
-      /**
-       * A report for a tracked timer that is due but not yet recorded `Fired`: its event may be out
-       * already, its record on the way (publish first, then record). Worth asking again shortly.
-       */
-      readonly retryLater?: boolean;
-    }
-  | {
-      /**
-       * Valid, but refused: nothing changes. `QUOTA_EXCEEDED` for a limit of the tenant (CONTRACT §12),
-       * `TIMER_FINAL` for a newer schedule of a timer closed to commands (§17), with its `reason`.
-       */
       readonly outcome: "refused";
       readonly previous: Timer | undefined;
       readonly next?: undefined;

@@ -11,6 +11,9 @@ export type KeyDecision =
       readonly outcome: "ignored";
       readonly previous: Timer | undefined;
       readonly next?: Timer;
-      /** See CommandDecision: a report that may have overtaken the record of its timer's publish. */
+      /**
+       * A report for a tracked timer that is due but not yet recorded `Fired`: its event may be out
+       * already, its record on the way (publish first, then record). Worth asking again shortly.
+       */
       readonly retryLater?: boolean;
     };

@@ -13,12 +13,13 @@ import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { deliveryOf, withTracking } from "../delivery-columns.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { parseRecurrence } from "../../domain/recurrence.js";
-import { isScheduled, timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
+import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/command-rules.js";
 import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
 import { perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { migratePostgres } from "./postgres-migrations.js";
+import { lowerDueTenants } from "./due-tenant-bounds.js";
 import { checkOut, createPostgresPool } from "./postgres-pool.js";
 import * as q from "./timer-schedules.sql.js";
 import { ConcurrentInsertError, withRetry } from "./transaction-retry.js";
@@ -193,7 +194,7 @@ export class PostgresTimerStore implements TimerStore {
     });
     if (batch.changed.length > 0) {
       await this.#upsert(client, [...batch.changed].sort(compareTimerKeys), existed);
-      await this.#lowerDueTenants(client, batch.changed);
+      await lowerDueTenants(client, batch.changed);
     }
     if (batch.cancels.length > 0) {
       // One row per prefix: the batch's last (newest) cancel of it.
@@ -211,24 +212,6 @@ export class PostgresTimerStore implements TimerStore {
       });
     }
     return batch.decisions;
-  }
-
-  /** Keeps timer_due_tenants a lower bound of each tenant's earliest Scheduled due time (fair firing). */
-  async #lowerDueTenants(client: pg.PoolClient, timers: Iterable<Timer>): Promise<void> {
-    const earliest = new Map<string, number>();
-    for (const timer of timers) {
-      if (!isScheduled(timer)) continue;
-      const seen = earliest.get(timer.tenantId);
-      if (seen === undefined || timer.dueAtMs < seen) earliest.set(timer.tenantId, timer.dueAtMs);
-    }
-    if (earliest.size === 0) return;
-    const tenants = [...earliest.keys()].sort(compareCodePoints);
-    await client.query({ name: "timer-lock-due-tenants-shared", text: q.LOCK_DUE_TENANTS_SHARED, values: [tenants] });
-    await client.query({
-      name: "timer-lower-due-tenants",
-      text: q.LOWER_DUE_TENANTS,
-      values: [tenants, tenants.map((tenantId) => earliest.get(tenantId)!)],
-    });
   }
 
   async #upsert(client: pg.PoolClient, timers: readonly Timer[], existed: ReadonlySet<string>): Promise<void> {

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { ImportCounts, TimerTransfer, TransferRecord } from "../../app/transfer/timer-transfer.js";
-import { isScheduled, type Timer } from "../../domain/timer.js";
+import type { Timer } from "../../domain/timer.js";
 import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
 import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerColumnValues } from "../storage/timer-columns.js";
 import {
@@ -12,7 +12,7 @@ import {
 } from "../storage/transfer-rows.js";
 import { createPostgresPool } from "./postgres-pool.js";
 import { migratePostgres } from "./postgres-migrations.js";
-import { LOCK_DUE_TENANTS_SHARED, LOWER_DUE_TENANTS } from "./timer-schedules.sql.js";
+import { lowerDueTenants } from "./due-tenant-bounds.js";
 
 export interface PostgresTimerTransferOptions {
   /** `postgres://user:pass@host:port/db`; never logged. */
@@ -184,22 +184,4 @@ function columnArrays(timers: readonly Timer[]): unknown[][] {
   const arrays: unknown[][] = TIMER_COLUMNS.map(() => []);
   for (const timer of timers) timerColumnValues(timer).forEach((value, i) => arrays[i]!.push(value));
   return arrays;
-}
-
-/**
- * Lowers timer_due_tenants to the earliest Scheduled due time of each tenant in the batch, as a
- * command batch does (a lower bound is always safe: a poll raises it again). Without it a tenant new
- * to this schema would never be polled.
- */
-async function lowerDueTenants(client: pg.PoolClient, timers: readonly Timer[]): Promise<void> {
-  const earliest = new Map<string, number>();
-  for (const timer of timers) {
-    if (!isScheduled(timer)) continue;
-    const seen = earliest.get(timer.tenantId);
-    if (seen === undefined || timer.dueAtMs < seen) earliest.set(timer.tenantId, timer.dueAtMs);
-  }
-  if (earliest.size === 0) return;
-  const tenants = [...earliest.keys()].sort(compareCodePoints);
-  await client.query(LOCK_DUE_TENANTS_SHARED, [tenants]);
-  await client.query(LOWER_DUE_TENANTS, [tenants, tenants.map((tenant) => earliest.get(tenant)!)]);
 }
