@@ -154,7 +154,7 @@ describe("catch-up of a recurring timer after downtime", () => {
   });
 });
 
-describe("CronerCalendar's fixed-offset shortcut", () => {
+describe("CronerCalendar's zone offset table", () => {
   it("when asked anywhere in 1900–2100 in zones with DST, then it answers as croner's zone arithmetic does", () => {
     fc.assert(
       fc.property(
