@@ -1,19 +1,10 @@
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
+import { startModuleWorker } from "../module-worker.js";
 import type { SqliteConnectionOptions } from "./sqlite-connection.js";
 import type { SqliteWriter } from "./sqlite-writer.js";
 import type { WriterOp, WriterReply, WriterRequest } from "./sqlite-writer-protocol.js";
 
-const COMPILED = new URL("./sqlite-writer.worker.js", import.meta.url);
-const SOURCE = new URL("./sqlite-writer.worker.ts", import.meta.url);
-
-/** The worker from the compiled file, or from the TypeScript source through tsx (tests, scripts). */
-function startWorker(workerData: unknown): Worker {
-  if (existsSync(fileURLToPath(COMPILED))) return new Worker(fileURLToPath(COMPILED), { workerData });
-  const boot = `import("tsx/esm/api").then(({ register }) => { register(); return import(${JSON.stringify(SOURCE.href)}); })`;
-  return new Worker(boot, { eval: true, workerData });
-}
+const WORKER = new URL("./sqlite-writer.worker.js", import.meta.url);
 
 /** How long close() waits for the writes sent before it. */
 const CLOSE_TIMEOUT_MS = 10_000;
@@ -54,7 +45,7 @@ export class SqliteWriterThread {
 
   /** Starts the thread on the (migrated) database at `path`; resolves once its connection is open. */
   static async start(path: string, connection: SqliteConnectionOptions): Promise<SqliteWriterThread> {
-    const worker = startWorker({ path, ...connection });
+    const worker = startModuleWorker(WORKER, { path, ...connection });
     await new Promise<void>((resolve, reject) => {
       const onExit = (code: number) => reject(new Error(`the SQLite writer thread exited (code ${code}) before it opened ${path}`));
       worker.once("error", reject);
