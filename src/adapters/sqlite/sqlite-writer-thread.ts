@@ -6,6 +6,8 @@ import type { WriterOp, WriterReply, WriterRequest } from "./sqlite-writer-proto
 
 const WORKER = new URL("./sqlite-writer.worker.js", import.meta.url);
 
+const CLOSED = () => new Error("the SQLite writer thread is closed");
+
 /** How long close() waits for the writes sent before it. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
@@ -35,11 +37,13 @@ export class SqliteWriterThread {
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
   #failure: Error | undefined;
+  #closing = false;
 
   private constructor(private readonly worker: Worker) {
     worker.on("message", (reply: WriterReply) => this.#answer(reply));
     worker.on("error", (error) => this.#fail(error));
-    worker.on("exit", (code) => this.#fail(new Error(`the SQLite writer thread exited (code ${code})`)));
+    // After close the thread ends by itself, and its exit may be seen before close() resumes.
+    worker.on("exit", (code) => this.#fail(this.#closing ? CLOSED() : new Error(`the SQLite writer thread exited (code ${code})`)));
     worker.unref();
   }
 
@@ -85,12 +89,13 @@ export class SqliteWriterThread {
    */
   async close(): Promise<void> {
     if (this.#failure === undefined) {
+      this.#closing = true;
       const closed = this.request("close", []).catch(() => undefined);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([closed, new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)))]);
       clearTimeout(timer);
     }
-    this.#fail(new Error("the SQLite writer thread is closed"));
+    this.#fail(CLOSED());
     await this.worker.terminate();
   }
 
