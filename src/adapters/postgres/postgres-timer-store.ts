@@ -20,6 +20,7 @@ import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-ord
 import { perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { lowerDueTenants } from "./due-tenant-bounds.js";
+import { GrowthAnalyzer } from "./growth-analyzer.js";
 import { checkOut, createPostgresPool } from "./postgres-pool.js";
 import * as q from "./timer-schedules.sql.js";
 import { ConcurrentInsertError, withRetry } from "./transaction-retry.js";
@@ -121,6 +122,7 @@ export class PostgresTimerStore implements TimerStore {
   #probe: StorageProbe | undefined;
   /** The latest `nowMs` this store claimed at: every claim it took is on a timer due by then. */
   #latestClaimMs: number | undefined;
+  readonly #statistics: GrowthAnalyzer;
 
   constructor(
     pool: pg.Pool,
@@ -128,6 +130,7 @@ export class PostgresTimerStore implements TimerStore {
     private readonly clock: Clock = systemClock,
   ) {
     this.#pool = pool;
+    this.#statistics = new GrowthAnalyzer(pool);
   }
 
   /** Starts the background write check that readiness follows (see StorageProbe, checkWritable). */
@@ -156,10 +159,19 @@ export class PostgresTimerStore implements TimerStore {
 
   async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
     if (commands.length === 0) return [];
-    return this.#write(() => withRetry(() => this.#transaction((client) => this.#applyBatch(client, commands, rules))));
+    const { decisions, inserted } = await this.#write(() =>
+      withRetry(() => this.#transaction((client) => this.#applyBatch(client, commands, rules))),
+    );
+    this.#statistics.inserted(inserted);
+    return decisions;
   }
 
-  async #applyBatch(client: pg.PoolClient, commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
+  /** The batch's decisions, and how many rows it inserted. */
+  async #applyBatch(
+    client: pg.PoolClient,
+    commands: readonly TimerCommand[],
+    rules: DecideRules,
+  ): Promise<{ decisions: CommandDecision[]; inserted: number }> {
     const keys = commandKeys(commands, rules);
     const current = new Map<string, Timer>();
     if (keys.size > 0) {
@@ -192,6 +204,7 @@ export class PostgresTimerStore implements TimerStore {
       stored: (key) => current.get(timerKeyString(key)),
       ...(scheduledCounts === undefined ? {} : { scheduledCounts }),
     });
+    const inserted = batch.changed.filter((timer) => !existed.has(timerKeyString(timer))).length;
     if (batch.changed.length > 0) {
       await this.#upsert(client, [...batch.changed].sort(compareTimerKeys), existed);
       await lowerDueTenants(client, batch.changed);
@@ -211,7 +224,7 @@ export class PostgresTimerStore implements TimerStore {
         ],
       });
     }
-    return batch.decisions;
+    return { decisions: batch.decisions, inserted };
   }
 
   async #upsert(client: pg.PoolClient, timers: readonly Timer[], existed: ReadonlySet<string>): Promise<void> {

@@ -12,6 +12,7 @@ import {
 } from "../storage/transfer-rows.js";
 import { createPostgresPool } from "./postgres-pool.js";
 import { migratePostgres } from "./postgres-migrations.js";
+import { GrowthAnalyzer } from "./growth-analyzer.js";
 import { lowerDueTenants } from "./due-tenant-bounds.js";
 
 export interface PostgresTimerTransferOptions {
@@ -95,8 +96,12 @@ export async function openPostgresTimerTransfer(options: PostgresTimerTransferOp
  */
 export class PostgresTimerTransfer implements TimerTransfer {
   readonly kind = "postgres";
+  /** An import fills the table faster than autovacuum looks at it (see GrowthAnalyzer). */
+  readonly #statistics: GrowthAnalyzer;
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly pool: pg.Pool) {
+    this.#statistics = new GrowthAnalyzer(pool);
+  }
 
   async *exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord> {
     const client = await this.pool.connect();
@@ -159,7 +164,9 @@ export class PostgresTimerTransfer implements TimerTransfer {
               ])
             ).rows;
       await client.query("COMMIT");
-      return { ...counts(written, timers.length), prefixCancels: counts(writtenCancels, cancels.length) };
+      const timerCounts = counts(written, timers.length);
+      this.#statistics.inserted(timerCounts.created);
+      return { ...timerCounts, prefixCancels: counts(writtenCancels, cancels.length) };
     } catch (error) {
       failed = true;
       await client.query("ROLLBACK").catch(() => undefined);
@@ -170,6 +177,7 @@ export class PostgresTimerTransfer implements TimerTransfer {
   }
 
   async close(): Promise<void> {
+    await this.#statistics.settle();
     await this.pool.end();
   }
 }
