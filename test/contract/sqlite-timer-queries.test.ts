@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { SQLITE_QUERY_SQL } from "../../src/adapters/sqlite/sqlite-timer-queries.js";
 import { SQLITE_RETENTION_SQL } from "../../src/adapters/sqlite/sqlite-timer-retention.js";
@@ -70,6 +72,17 @@ describe("SQLite query plans", () => {
     } finally {
       await harness.cleanup();
     }
+  });
+});
+
+describe("SQLite statements", () => {
+  it("when a SQLite statement binds its LIMIT, then as `+@param`, which SQLite's planner does not take for a constant (a bare one re-prepares the statement at every run)", () => {
+    const folder = join(import.meta.dirname, "../../src/adapters/sqlite");
+    const bare = readdirSync(folder)
+      .filter((file) => file.endsWith(".ts"))
+      .flatMap((file) => [...readFileSync(join(folder, file), "utf8").matchAll(/LIMIT\s+[@?:$]\w*/gi)].map((m) => `${file}: ${m[0]}`));
+
+    expect(bare).toEqual([]);
   });
 });
 

@@ -11,6 +11,10 @@ import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerSelectList
 /**
  * The prepared statements of SqliteTimerStore, prepared once per connection. The hot paths bind
  * positionally where they can: named binding costs more than the statement itself there.
+ *
+ * A bound LIMIT is written `LIMIT +@limit`: SQLite's planner reads a LIMIT that is a bare parameter
+ * as a constant, so that every new binding of it makes the statement prepare itself again at its
+ * next run (as costly as the statement: tens of µs). The unary plus hides the parameter from the planner.
  */
 
 const TIMER_SELECT = timerSelectList({ quote: false });
@@ -75,7 +79,7 @@ export function timerOf(row: TimerRow | undefined): Timer | undefined {
 const UPSERT_VALUES = TIMER_COLUMNS.map(() => "?").join(", ");
 const UPSERT_SET = TIMER_VALUE_COLUMNS.map((column) => `${column} = excluded.${column}`).join(", ");
 
-const TENANT_DUE_ORDER = "ORDER BY due_at, service_call_id LIMIT @limit";
+const TENANT_DUE_ORDER = "ORDER BY due_at, service_call_id LIMIT +@limit";
 
 export type PrefixCancelKey = Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">;
 
@@ -135,7 +139,7 @@ export function prepareTimerStatements(db: Database.Database): SqliteTimerStatem
       ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET ${UPSERT_SET}`),
     selectDueTenants: db.prepare<[{ nowMs: number; limit: number }], { tenantId: string }>(`
       SELECT tenant_id AS tenantId FROM timer_due_tenants WHERE earliest_due_at <= @nowMs
-      ORDER BY earliest_due_at, tenant_id LIMIT @limit`),
+      ORDER BY earliest_due_at, tenant_id LIMIT +@limit`),
     selectTenantDue: db.prepare<[{ tenantId: string; nowMs: number; limit: number }], DueTimerRow>(`
       SELECT ${DUE_TIMER_SELECT} FROM timer_schedules
       WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at <= @nowMs ${TENANT_DUE_ORDER}`),
@@ -153,7 +157,7 @@ export function prepareTimerStatements(db: Database.Database): SqliteTimerStatem
     // `state = 'Fired'` spelled literally: the partial index timer_schedules_fired_deadline_idx.
     selectDeadlines: db.prepare<[{ nowMs: number; limit: number }], DeadlineTimerRow>(`
       SELECT ${DEADLINE_TIMER_SELECT} FROM timer_schedules WHERE state = 'Fired' AND deadline_at <= @nowMs
-      ORDER BY deadline_at, tenant_id, service_call_id LIMIT @limit`),
+      ORDER BY deadline_at, tenant_id, service_call_id LIMIT +@limit`),
     recordDeadline: db.prepare<[Record<string, unknown>]>(`
       UPDATE timer_schedules SET state = @state, attempt = @nextAttempt, reached_at = @reachedAtMs,
         deadline_at = @nextDeadlineAtMs, last_reason = @lastReason, updated_at = @updatedAtMs
@@ -178,7 +182,7 @@ export function prepareTimerStatements(db: Database.Database): SqliteTimerStatem
       UPDATE timer_prefix_cancels SET progress_key = @progressKey
       WHERE tenant_id = @tenantId AND service_call_id_prefix = @serviceCallIdPrefix`),
     selectDueTenantBounds: db.prepare<[number], { tenantId: string; boundMs: number }>(
-      "SELECT tenant_id AS tenantId, earliest_due_at AS boundMs FROM timer_due_tenants ORDER BY earliest_due_at, tenant_id LIMIT ?",
+      "SELECT tenant_id AS tenantId, earliest_due_at AS boundMs FROM timer_due_tenants ORDER BY earliest_due_at, tenant_id LIMIT +?",
     ),
     selectTenantEarliestDue: earliestDue,
     // Kept by triggers (drizzle/sqlite/0008_state_counts.sql).
@@ -194,7 +198,7 @@ export function prepareTimerStatements(db: Database.Database): SqliteTimerStatem
       const lower = progressKey === "" ? "service_call_id >= @from" : "service_call_id > @from";
       const upper = prefixUpperBound(prefix) === null ? "" : "AND service_call_id < @upper";
       const sql = `SELECT ${TIMER_SELECT} FROM timer_schedules WHERE tenant_id = @tenantId AND ${lower} ${upper}
-        ORDER BY service_call_id LIMIT @limit`;
+        ORDER BY service_call_id LIMIT +@limit`;
       let statement = sweepSelects.get(sql);
       if (statement === undefined) {
         statement = db.prepare(sql);
