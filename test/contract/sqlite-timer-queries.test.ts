@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { SQLITE_CLAIM_SQL, dueCandidatesJson } from "../../src/adapters/sqlite/sqlite-timer-statements.js";
 import { SQLITE_QUERY_SQL } from "../../src/adapters/sqlite/sqlite-timer-queries.js";
 import { SQLITE_RETENTION_SQL } from "../../src/adapters/sqlite/sqlite-timer-retention.js";
 import { describeTimerQueriesContract } from "./timer-queries.contract.js";
@@ -69,6 +70,34 @@ describe("SQLite query plans", () => {
         .map((r) => r.detail)
         .join(" | ");
       expect(retention).toContain("INDEX timer_schedules_final_updated_idx (updated_at<?)");
+    } finally {
+      await harness.cleanup();
+    }
+  });
+});
+
+describe("SQLite fair claim", () => {
+  it("when the candidates' due timers are read, then each candidate's range is walked in the tenant due index from its position and its rows read by key", async () => {
+    const harness = await sqliteHarness();
+    try {
+      const candidates = dueCandidatesJson([
+        { tenantId: "a", after: undefined },
+        { tenantId: "b", after: { dueAtMs: 5, serviceCallId: "x" } },
+      ]);
+      const plan = (
+        harness.database.prepare(`EXPLAIN QUERY PLAN ${SQLITE_CLAIM_SQL.candidatesDue}`).all({ candidates, nowMs: 10, share: 3 }) as {
+          detail: string;
+        }[]
+      ).map((row) => row.detail);
+
+      expect(
+        plan.filter((step) => /^SCAN timer/.test(step)),
+        plan.join(" | "),
+      ).toEqual([]);
+      expect(plan).toContain("SEARCH timer USING PRIMARY KEY (tenant_id=? AND service_call_id=?)");
+      expect(plan).toContain(
+        "SEARCH due USING COVERING INDEX timer_schedules_tenant_state_due_idx (tenant_id=? AND state=? AND (due_at,service_call_id)>(?,?) AND due_at<?)",
+      );
     } finally {
       await harness.cleanup();
     }
