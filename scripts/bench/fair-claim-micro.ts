@@ -3,7 +3,7 @@
  * instant, claimed and recorded batch after batch as the worker does (no broker). Prints timers/s
  * and the time per claim and per record, against one tenant with the same number of timers.
  *
- *   npx tsx scripts/bench/fair-claim-micro.ts [--tenants 10000] [--per-tenant 10] [--batch 100]
+ *   npx tsx scripts/bench/fair-claim-micro.ts [--tenants 10000] [--per-tenant 10] [--batch 100] [--only many|one]
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +13,9 @@ import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-sto
 import { advanceDueCursor } from "../../src/app/firing/fair-due-selection.js";
 import type { DueCursor, TimerStore } from "../../src/app/timer-store.js";
 
-const { values } = parseArgs({ options: { tenants: { type: "string" }, "per-tenant": { type: "string" }, batch: { type: "string" } } });
+const { values } = parseArgs({
+  options: { tenants: { type: "string" }, "per-tenant": { type: "string" }, batch: { type: "string" }, only: { type: "string" } },
+});
 const tenants = Number(values.tenants ?? 10_000);
 const perTenant = Number(values["per-tenant"] ?? 10);
 const batch = Number(values.batch ?? 100);
@@ -75,11 +77,11 @@ async function drain(tenantCount: number, each: number): Promise<{ seconds: numb
   return { seconds, claimMs, recordMs };
 }
 
-const many = await drain(tenants, perTenant);
-const one = await drain(1, tenants * perTenant);
 const total = tenants * perTenant;
-const line = (label: string, r: typeof many) =>
+const line = (label: string, r: Awaited<ReturnType<typeof drain>>) =>
   `${label}: ${Math.round(total / r.seconds)} timers/s, claims ${(r.claimMs / 1000).toFixed(2)} s, records ${(r.recordMs / 1000).toFixed(2)} s`;
-console.log(line(`${tenants} tenants × ${perTenant}`, many));
-console.log(line(`1 tenant × ${total}`, one));
-console.log(`ratio ${(one.seconds / many.seconds).toFixed(2)}`);
+const many = values.only === "one" ? undefined : await drain(tenants, perTenant);
+if (many !== undefined) console.log(line(`${tenants} tenants × ${perTenant}`, many));
+const one = values.only === "many" ? undefined : await drain(1, total);
+if (one !== undefined) console.log(line(`1 tenant × ${total}`, one));
+if (many !== undefined && one !== undefined) console.log(`ratio ${(one.seconds / many.seconds).toFixed(2)}`);

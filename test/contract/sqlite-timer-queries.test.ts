@@ -1,4 +1,7 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { SQLITE_CLAIM_SQL, dueCandidatesJson } from "../../src/adapters/sqlite/sqlite-timer-statements.js";
 import { SQLITE_QUERY_SQL } from "../../src/adapters/sqlite/sqlite-timer-queries.js";
 import { SQLITE_RETENTION_SQL } from "../../src/adapters/sqlite/sqlite-timer-retention.js";
 import { describeTimerQueriesContract } from "./timer-queries.contract.js";
@@ -70,6 +73,45 @@ describe("SQLite query plans", () => {
     } finally {
       await harness.cleanup();
     }
+  });
+});
+
+describe("SQLite fair claim", () => {
+  it("when the candidates' due timers are read, then each candidate's range is walked in the tenant due index from its position and its rows read by key", async () => {
+    const harness = await sqliteHarness();
+    try {
+      const candidates = dueCandidatesJson([
+        { tenantId: "a", after: undefined },
+        { tenantId: "b", after: { dueAtMs: 5, serviceCallId: "x" } },
+      ]);
+      const plan = (
+        harness.database.prepare(`EXPLAIN QUERY PLAN ${SQLITE_CLAIM_SQL.candidatesDue}`).all({ candidates, nowMs: 10, share: 3 }) as {
+          detail: string;
+        }[]
+      ).map((row) => row.detail);
+
+      expect(
+        plan.filter((step) => /^SCAN timer/.test(step)),
+        plan.join(" | "),
+      ).toEqual([]);
+      expect(plan).toContain("SEARCH timer USING PRIMARY KEY (tenant_id=? AND service_call_id=?)");
+      expect(plan).toContain(
+        "SEARCH due USING COVERING INDEX timer_schedules_tenant_state_due_idx (tenant_id=? AND state=? AND (due_at,service_call_id)>(?,?) AND due_at<?)",
+      );
+    } finally {
+      await harness.cleanup();
+    }
+  });
+});
+
+describe("SQLite statements", () => {
+  it("when a SQLite statement binds its LIMIT, then as `+@param`, which SQLite's planner does not take for a constant (a bare one re-prepares the statement at every run)", () => {
+    const folder = join(import.meta.dirname, "../../src/adapters/sqlite");
+    const bare = readdirSync(folder)
+      .filter((file) => file.endsWith(".ts"))
+      .flatMap((file) => [...readFileSync(join(folder, file), "utf8").matchAll(/LIMIT\s+[@?:$]\w*/gi)].map((m) => `${file}: ${m[0]}`));
+
+    expect(bare).toEqual([]);
   });
 });
 

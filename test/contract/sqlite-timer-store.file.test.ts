@@ -73,39 +73,110 @@ describe("SqliteTimerStore database file", () => {
     expect(inspect(path, (db) => db.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get())).toEqual({ n: MIGRATION_COUNT });
   });
 
-  it("when more tenants than nextDueAt walks hold cancelled earlier timers, then it answers a bound no later than the real due time, and polls make it exact", async () => {
-    const store = await open(join(folder, "timer.db"));
+  it("when tenants' earliest timers are cancelled, moved later or swept by a prefix cancel, then their due-tenant entries follow in the same write and nextDueAt is exact without a poll", async () => {
+    const path = join(folder, "timer.db");
+    const store = await open(path);
     const decide: DecideRules = { nowMs: 1 };
-    const staleTenants = Array.from({ length: 80 }, (_, i) => `tenant-${String(i).padStart(2, "0")}`);
     const keyed = { data: null, correlationId: null };
+    const schedule = (tenantId: string, serviceCallId: string, dueAtMs: number, timestampMs = 1) => ({
+      kind: "schedule" as const,
+      tenantId,
+      serviceCallId,
+      dueAtMs,
+      timestampMs,
+      ...keyed,
+    });
+    // More tenants than nextDueAt walks, so that a stale entry would show in its answer.
+    const cancelled = Array.from({ length: 80 }, (_, i) => `cancelled-${String(i).padStart(2, "0")}`);
+    const moved = Array.from({ length: 5 }, (_, i) => `moved-${i}`);
     await store.applyCommands(
       [
-        ...staleTenants.map((tenantId, i) => ({
-          kind: "schedule" as const,
-          tenantId,
-          serviceCallId: "early",
-          dueAtMs: 100 + i,
-          timestampMs: 1,
-          ...keyed,
-        })),
-        { kind: "schedule" as const, tenantId: "acme", serviceCallId: "real", dueAtMs: 1_000, timestampMs: 1, ...keyed },
+        ...cancelled.map((tenantId, i) => schedule(tenantId, "early", 100 + i)),
+        ...moved.flatMap((tenantId, i) => [schedule(tenantId, "early", 100 + i), schedule(tenantId, "later", 2_000 + i)]),
+        schedule("swept", "p-1", 50),
+        schedule("swept", "p-2", 60),
+        schedule("swept", "kept", 3_000),
+        schedule("acme", "real", 1_000),
       ],
       decide,
     );
     await store.applyCommands(
-      staleTenants.map((tenantId) => ({ kind: "cancel" as const, tenantId, serviceCallId: "early", timestampMs: 2, correlationId: null })),
+      [
+        ...cancelled.map((tenantId) => ({
+          kind: "cancel" as const,
+          tenantId,
+          serviceCallId: "early",
+          timestampMs: 2,
+          correlationId: null,
+        })),
+        ...moved.map((tenantId) => schedule(tenantId, "early", 9_000, 2)),
+        { kind: "cancelPrefix" as const, tenantId: "swept", serviceCallIdPrefix: "p-", timestampMs: 2, correlationId: null },
+      ],
       decide,
     );
+    await store.sweepPrefixCancel({ tenantId: "swept", serviceCallIdPrefix: "p-" }, 100, 1);
+
+    expect(await store.nextDueAt()).toBe(1_000);
+    expect(
+      inspect(path, (db) =>
+        db.prepare("SELECT tenant_id AS tenantId, earliest_due_at AS earliestDueAtMs FROM timer_due_tenants ORDER BY tenant_id").all(),
+      ),
+    ).toEqual([
+      { tenantId: "acme", earliestDueAtMs: 1_000 },
+      ...moved.map((tenantId, i) => ({ tenantId, earliestDueAtMs: 2_000 + i })),
+      { tenantId: "swept", earliestDueAtMs: 3_000 },
+    ]);
+  });
+
+  it("when more tenants than nextDueAt walks have entries below their timers, then it answers a bound no later than the real due time", async () => {
+    const path = join(folder, "timer.db");
+    const store = await open(path);
+    const tenants = Array.from({ length: 80 }, (_, i) => `tenant-${String(i).padStart(2, "0")}`);
+    const keyed = { data: null, correlationId: null, timestampMs: 1 };
+    await store.applyCommands(
+      [
+        ...tenants.map((tenantId) => ({ kind: "schedule" as const, tenantId, serviceCallId: "late", dueAtMs: 5_000, ...keyed })),
+        { kind: "schedule" as const, tenantId: "acme", serviceCallId: "real", dueAtMs: 1_000, ...keyed },
+      ],
+      { nowMs: 1 },
+    );
+    const db = new Database(path);
+    db.prepare("UPDATE timer_due_tenants SET earliest_due_at = 100 WHERE tenant_id <> 'acme'").run();
+    db.close();
 
     const bound = await store.nextDueAt();
-    expect(bound).not.toBeNull();
-    expect(bound!).toBeLessThan(1_000);
 
-    // The poll at that bound finds the stale tenants idle and raises them (here: removes them).
-    expect(await store.claimDue({ nowMs: 999, limit: 100, owner: "test", leaseUntilMs: 2_000 })).toEqual([]);
-    // The raise is a write, queued on the writer thread: answered before any write sent after it.
-    await store.recordFirings([]);
-    expect(await store.nextDueAt()).toBe(1_000);
+    expect(bound).not.toBeNull();
+    expect(bound!).toBeLessThanOrEqual(1_000);
+  });
+
+  it("when a database whose due-tenant entries lie below their tenants' timers is migrated, then the entries are exact", async () => {
+    const path = join(folder, "timer.db");
+    const earlierMigrations = join(folder, "earlier-migrations");
+    cpSync(join(import.meta.dirname, "../../drizzle/sqlite"), earlierMigrations, { recursive: true });
+    const journalPath = join(earlierMigrations, "meta/_journal.json");
+    const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { idx: number; tag: string }[] };
+    const exact = journal.entries.find((e) => e.tag.endsWith("_exact_due_tenants"))!;
+    writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.filter((e) => e.idx < exact.idx) }));
+    const db = new Database(path);
+    migrate(drizzle({ client: db }), { migrationsFolder: earlierMigrations });
+    const insert = db.prepare(
+      "INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, command_ts, registered_at, updated_at) VALUES (?, ?, ?, ?, 1, 1, 1)",
+    );
+    insert.run("cancelled", "a", "Scheduled", 100);
+    insert.run("moved", "a", "Scheduled", 100);
+    insert.run("moved", "b", "Scheduled", 700);
+    db.prepare("UPDATE timer_schedules SET state = 'Cancelled' WHERE tenant_id = 'cancelled'").run();
+    db.prepare("UPDATE timer_schedules SET due_at = 900 WHERE tenant_id = 'moved' AND service_call_id = 'a'").run();
+    db.close();
+
+    await open(path);
+
+    expect(
+      inspect(path, (reader) =>
+        reader.prepare("SELECT tenant_id AS tenantId, earliest_due_at AS earliestDueAtMs FROM timer_due_tenants ORDER BY tenant_id").all(),
+      ),
+    ).toEqual([{ tenantId: "moved", earliestDueAtMs: 700 }]);
   });
 
   it("when a v1 database with timers is opened, then it is migrated WITHOUT ROWID and its timers are kept at generation 1", async () => {

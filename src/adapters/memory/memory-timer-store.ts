@@ -65,20 +65,20 @@ export class MemoryTimerStore implements TimerStore {
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
     const { nowMs, limit, after, owner } = claim;
     const byTenant = new Map<string, ScheduledTimer[]>();
+    // The same rule as the SQL stores, which see a tenant's earliest due time in their index of
+    // tenants with due timers: the chain's own timers, still Scheduled, included.
+    const earliest = new Map<string, number>();
     for (const timer of this.#open().values()) {
       if (!isScheduled(timer) || timer.dueAtMs > nowMs || this.#heldByOther(timerKeyString(timer), owner, nowMs)) continue;
+      earliest.set(timer.tenantId, Math.min(earliest.get(timer.tenantId) ?? Number.POSITIVE_INFINITY, timer.dueAtMs));
       const position = after?.get(timer.tenantId);
       if (position !== undefined && compareTenantDue(timer, position) <= 0) continue;
       const list = byTenant.get(timer.tenantId);
       if (list === undefined) byTenant.set(timer.tenantId, [timer]);
       else list.push(timer);
     }
-    // The same rule as the SQL stores, which see a tenant's earliest due time in their index of
-    // tenants with due timers (their own chain's timers included).
-    const earliest = (tenantId: string, list: readonly ScheduledTimer[]): number =>
-      list.reduce((earliest, t) => Math.min(earliest, t.dueAtMs), after?.get(tenantId)?.dueAtMs ?? Number.POSITIVE_INFINITY);
     const candidates = [...byTenant.entries()]
-      .map(([tenantId, list]) => ({ tenantId, list, earliestMs: earliest(tenantId, list) }))
+      .map(([tenantId, list]) => ({ tenantId, list, earliestMs: earliest.get(tenantId)! }))
       .sort((a, b) => a.earliestMs - b.earliestMs || compareCodePoints(a.tenantId, b.tenantId))
       .slice(0, limit);
     const readLimit = perTenantReadLimit(limit, candidates.length);

@@ -45,6 +45,9 @@ const RECORD_COLUMNS = timerSelectList({
   ],
 });
 
+// `LIMIT +@scanLimit`: a bare bound LIMIT would re-prepare the statement at every run (see
+// sqlite-timer-statements.ts).
+
 /**
  * One state's slice of timer_schedules_tenant_state_due_idx (tenant_id, state, due_at,
  * service_call_id): a seek to the cursor, then entries in order, index only (no table access).
@@ -54,13 +57,13 @@ function scanBranch(state: string): string {
     SELECT state, due_at AS dueAtMs, service_call_id AS serviceCallId FROM timer_schedules
     WHERE tenant_id = @tenantId AND state = '${state}' AND due_at < @dueBeforeMs
       AND (due_at, service_call_id) > (@startDueAtMs, @startServiceCallId)
-    ORDER BY due_at, service_call_id LIMIT @scanLimit`;
+    ORDER BY due_at, service_call_id LIMIT +@scanLimit`;
 }
 
 /** Every state: the first `scanLimit` entries of each state's slice, merged (at most 8 × scanLimit rows sorted). */
 const SCAN_ALL_STATES = `
   SELECT * FROM (${TIMER_STATES.map((state) => `SELECT * FROM (${scanBranch(state)})`).join(" UNION ALL ")})
-  ORDER BY dueAtMs, serviceCallId LIMIT @scanLimit`;
+  ORDER BY dueAtMs, serviceCallId LIMIT +@scanLimit`;
 
 /**
  * Newest changes first, walking one of the (…, updated_at, service_call_id) indexes backwards from
@@ -79,7 +82,7 @@ function scanChanged(by: ChangedIndex["by"], state = "Failed"): string {
     SELECT updated_at AS updatedAtMs, service_call_id AS serviceCallId FROM timer_schedules
     WHERE tenant_id = @tenantId ${range} AND updated_at >= @sinceMs
       AND (updated_at, service_call_id) < (@beforeUpdatedAtMs, @beforeServiceCallId)
-    ORDER BY updated_at DESC, service_call_id DESC LIMIT @scanLimit`;
+    ORDER BY updated_at DESC, service_call_id DESC LIMIT +@scanLimit`;
 }
 
 /** The statements, exported for the EXPLAIN QUERY PLAN checks of the tests. */
@@ -92,11 +95,11 @@ export const SQLITE_QUERY_SQL = {
     SELECT CAST((due_at - @fromMs) / @bucketMs AS INTEGER) AS bucket, count(*) AS count FROM (
       SELECT due_at FROM timer_schedules
       WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at >= @fromMs AND due_at < @toMs
-      ORDER BY due_at LIMIT @capPlusOne)
+      ORDER BY due_at LIMIT +@capPlusOne)
     GROUP BY bucket`,
   overdueCount: `
     SELECT count(*) AS count FROM (
-      SELECT 1 FROM timer_schedules WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at < @fromMs LIMIT @capPlusOne)`,
+      SELECT 1 FROM timer_schedules WHERE tenant_id = @tenantId AND state = 'Scheduled' AND due_at < @fromMs LIMIT +@capPlusOne)`,
   scanChangedByTenant: scanChanged("tenant"),
   scanChangedByState: scanChanged("state"),
   scanChangedByCreatedBy: scanChanged("createdBy"),
@@ -111,7 +114,7 @@ export const SQLITE_QUERY_SQL = {
       UNION ALL
       SELECT (SELECT min(tenant_id) FROM timer_schedules WHERE tenant_id > tenants.tenantId) FROM tenants WHERE tenantId IS NOT NULL
     )
-    SELECT tenantId FROM tenants WHERE tenantId IS NOT NULL LIMIT @limit`,
+    SELECT tenantId FROM tenants WHERE tenantId IS NOT NULL LIMIT +@limit`,
 } as const;
 
 type ScanParams = {

@@ -6,14 +6,17 @@ import { FINAL_STATES } from "../../domain/retention.js";
 // matches that index when the statement is prepared.
 const FINAL = `state IN (${FINAL_STATES.map((s) => `'${s}'`).join(", ")})`;
 
-/** The statements, exported for the EXPLAIN QUERY PLAN checks of the tests. */
+/**
+ * The statements, exported for the EXPLAIN QUERY PLAN checks of the tests. `LIMIT +@limit`: a bare
+ * bound LIMIT would re-prepare the statement at every run (see sqlite-timer-statements.ts).
+ */
 export const SQLITE_RETENTION_SQL = {
   deleteFinalTimers: `
     DELETE FROM timer_schedules
     WHERE (tenant_id, service_call_id) IN (
       SELECT tenant_id, service_call_id FROM timer_schedules
       WHERE ${FINAL} AND updated_at < @cutoffMs
-      ORDER BY updated_at LIMIT @limit)`,
+      ORDER BY updated_at LIMIT +@limit)`,
   // Prefix cancels still cancelling (progress_key set) stay. The table has one row per tenant and
   // prefix and no index on updated_at: this reads it whole (see docs/design/messages.md).
   deletePrefixCancels: `
@@ -21,7 +24,7 @@ export const SQLITE_RETENTION_SQL = {
     WHERE (tenant_id, service_call_id_prefix) IN (
       SELECT tenant_id, service_call_id_prefix FROM timer_prefix_cancels
       WHERE updated_at < @cutoffMs AND progress_key IS NULL
-      LIMIT @limit)`,
+      LIMIT +@limit)`,
 } as const;
 
 /**

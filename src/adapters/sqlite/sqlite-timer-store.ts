@@ -32,6 +32,7 @@ import { openSqliteConnection, SAFETY_NET_AUTOCHECKPOINT_PAGES } from "./sqlite-
 import { InlineSqliteWriter, SqliteWriterThread, type SqliteWriterHandle } from "./sqlite-writer-thread.js";
 import { SqliteWriter } from "./sqlite-writer.js";
 import {
+  dueCandidatesJson,
   prepareTimerStatements,
   timerOf,
   type DueTimerRow,
@@ -153,31 +154,32 @@ export class SqliteTimerStore implements TimerStore {
 
   async claimDue(claim: DueClaim): Promise<DueTimer[]> {
     const { nowMs, limit, after } = claim;
+    // The writer keeps timer_due_tenants exact (every write that may raise a tenant's earliest due
+    // time sets it in the same transaction), so a candidate with nothing left to take is one whose
+    // due timers earlier polls of this chain hold: the claim has nothing to correct, and writes nothing.
     const tenants = this.#sql.selectDueTenants.all({ nowMs, limit });
+    if (tenants.length === 0) return [];
     // Each candidate's share first; only when that leaves the batch short, more of those that filled
     // theirs: the same deal as reading every candidate's whole due range, at a fraction of the reads.
-    const share = Math.ceil(limit / Math.max(1, tenants.length));
-    const idle: string[] = [];
-    const read = (tenantId: string, position: TenantDuePosition | undefined, count: number): DueTimerRow[] =>
-      position === undefined
-        ? this.#sql.selectTenantDue.all({ tenantId, nowMs, limit: count })
-        : this.#sql.selectTenantDueAfter.all({ tenantId, nowMs, limit: count, ...position });
-    const lists = tenants.map(({ tenantId }) => {
-      const position = after?.get(tenantId);
-      const list = read(tenantId, position, share);
-      if (list.length === 0 && position === undefined) idle.push(tenantId);
-      return list;
-    });
+    const share = Math.ceil(limit / tenants.length);
+    const lists = this.#readCandidates(
+      tenants.map(({ tenantId }) => ({ tenantId, after: after?.get(tenantId) })),
+      nowMs,
+      share,
+    );
     const short = limit - lists.reduce((n, list) => n + list.length, 0);
-    if (short > 0) {
-      lists.forEach((list, i) => {
-        if (list.length < share) return;
-        const last = list[list.length - 1]!;
-        list.push(...read(tenants[i]!.tenantId, { dueAtMs: last.dueAtMs, serviceCallId: last.serviceCallId }, short));
-      });
+    const full = short > 0 ? lists.filter((list) => list.length >= share) : [];
+    if (full.length > 0) {
+      const more = this.#readCandidates(
+        full.map((list) => {
+          const { tenantId, dueAtMs, serviceCallId } = list[list.length - 1]!;
+          return { tenantId, after: { dueAtMs, serviceCallId } };
+        }),
+        nowMs,
+        short,
+      );
+      full.forEach((list, i) => list.push(...more[i]!));
     }
-    // A candidate with nothing due takes no place in later polls; best effort, like any stale bound.
-    if (idle.length > 0) void this.#writer.request("raiseDueTenants", [idle]).catch(() => undefined);
     const rows = dealRoundRobin(lists, limit);
     const index = this.#prefixIndex;
     const none = index.size === 0;
@@ -190,6 +192,19 @@ export class SqliteTimerStore implements TimerStore {
       withoutUnsetTrace(row);
     }
     return rows as unknown as DueTimer[];
+  }
+
+  /** Each candidate's first `share` due timers after its position, oldest first, in candidate order. */
+  #readCandidates(
+    candidates: readonly { tenantId: string; after: TenantDuePosition | undefined }[],
+    nowMs: number,
+    share: number,
+  ): DueTimerRow[][] {
+    const lists = new Map<string, DueTimerRow[]>(candidates.map(({ tenantId }) => [tenantId, []]));
+    for (const row of this.#sql.selectCandidatesDue.all({ candidates: dueCandidatesJson(candidates), nowMs, share })) {
+      lists.get(row.tenantId)!.push(row);
+    }
+    return [...lists.values()];
   }
 
   async claimDeadlines(claim: DeadlineClaim): Promise<DeadlineTimer[]> {
@@ -263,11 +278,11 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   /**
-   * timer_due_tenants holds a lower bound of each tenant's earliest due time (a cancel leaves it
-   * low until a poll raises it), so the tenants are walked by bound, each one's real earliest read
-   * from its due range, until no bound is below the best found. Past NEXT_DUE_WALK tenants the
-   * next bound is the answer: never later than the real one, and the poll it wakes raises the
-   * stale bounds it passes.
+   * timer_due_tenants holds each tenant's earliest due time, kept by the writer; read here as a
+   * lower bound only, so that an entry left too low would cost a seek rather than polls that find
+   * nothing: the tenants are walked by bound, each one's real earliest read from its due range,
+   * until no bound is below the best found. Past NEXT_DUE_WALK tenants the next bound is the
+   * answer: never later than the real one.
    */
   async nextDueAt(): Promise<number | null> {
     let earliest: number | null = null;

@@ -14,6 +14,7 @@ import {
   type TransferPrefixCancelRow,
   type TransferTimerRow,
 } from "../storage/transfer-rows.js";
+import { prepareRaiseEarliest } from "./sqlite-timer-statements.js";
 
 // src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
 const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
@@ -68,6 +69,7 @@ export class SqliteTimerTransfer implements TimerTransfer {
   readonly #updateTimer: Database.Statement<unknown[]>;
   readonly #prefixCommandTs: Database.Statement<[string, string], { commandTs: number }>;
   readonly #upsertPrefixCancel: Database.Statement<[string, string, number, number]>;
+  readonly #raiseEarliest: (tenantIds: Iterable<string>) => void;
 
   constructor(db: Database.Database) {
     this.#db = db;
@@ -93,6 +95,7 @@ export class SqliteTimerTransfer implements TimerTransfer {
       VALUES (?, ?, ?, ?, '')
       ON CONFLICT (tenant_id, service_call_id_prefix) DO UPDATE SET
         command_ts = excluded.command_ts, updated_at = excluded.updated_at, progress_key = ''`);
+    this.#raiseEarliest = prepareRaiseEarliest(db);
   }
 
   async *exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord> {
@@ -113,9 +116,13 @@ export class SqliteTimerTransfer implements TimerTransfer {
     const write = this.#db.transaction(() => {
       const timers = { created: 0, replaced: 0, kept: 0 };
       const prefixCancels = { created: 0, replaced: 0, kept: 0 };
+      const replacedOf = new Set<string>();
       for (const record of records) {
-        if (record.kind === "timer") timers[this.#importTimer(record.timer)]++;
-        else {
+        if (record.kind === "timer") {
+          const outcome = this.#importTimer(record.timer);
+          timers[outcome]++;
+          if (outcome === "replaced") replacedOf.add(record.timer.tenantId);
+        } else {
           const { tenantId, serviceCallIdPrefix, commandTs, recordedAtMs } = record.prefixCancel;
           const stored = this.#prefixCommandTs.get(tenantId, serviceCallIdPrefix);
           if (stored !== undefined && stored.commandTs >= commandTs) prefixCancels.kept++;
@@ -125,6 +132,8 @@ export class SqliteTimerTransfer implements TimerTransfer {
           }
         }
       }
+      // A replaced timer may have been its tenant's earliest Scheduled one.
+      this.#raiseEarliest(replacedOf);
       return { ...timers, prefixCancels };
     });
     // IMMEDIATE: the write lock is taken before the first read, so no reader-to-writer upgrade can fail busy.

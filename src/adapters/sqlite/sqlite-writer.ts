@@ -28,6 +28,19 @@ function inKeyOrder(keys: readonly TimerKey[]): number[] {
 }
 
 /**
+ * The tenants of `decisions` that took a Scheduled timer out of Scheduled or moved it later: their
+ * earliest due time may have risen, and timer_due_tenants must follow in the same transaction.
+ */
+function tenantsWithEarliestRaised(decisions: readonly CommandDecision[]): Set<string> {
+  const tenants = new Set<string>();
+  for (const { previous, next } of decisions) {
+    if (previous?.state !== "Scheduled" || next === undefined) continue;
+    if (next.state !== "Scheduled" || next.dueAtMs! > previous.dueAtMs!) tenants.add(previous.tenantId);
+  }
+  return tenants;
+}
+
+/**
  * Every write transaction of the SQLite store, on the writer thread's connection
  * (sqlite-writer.worker.ts). A command batch is decided here, inside its transaction, by the
  * application's rules (command-batch.ts over the domain's `decideCommand`): the batch crosses the
@@ -47,7 +60,6 @@ export class SqliteWriter {
   readonly #sweep: (prefix: PrefixCancelKey, limit: number, nowMs: number) => { decisions: CommandDecision[]; done: boolean };
   readonly #recordFirings: (firings: readonly Firing[]) => boolean[];
   readonly #recordDeadlines: (records: readonly DeadlineRecord[]) => TimerKey[];
-  readonly #raiseDueTenants: (tenantIds: readonly string[]) => void;
 
   constructor(db: Database.Database) {
     this.#db = db;
@@ -66,6 +78,7 @@ export class SqliteWriter {
       });
       for (const timer of batch.changed) sql.upsert.run(timerColumnValues(timer));
       for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
+      sql.raiseEarliest(tenantsWithEarliestRaised(batch.decisions));
       return { decisions: batch.decisions, cancels: batch.cancels };
     }).immediate;
 
@@ -85,6 +98,7 @@ export class SqliteWriter {
         nowMs,
       );
       for (const decision of step.decisions) if (decision.next !== undefined) sql.upsert.run(timerColumnValues(decision.next));
+      sql.raiseEarliest(tenantsWithEarliestRaised(step.decisions));
       sql.updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
       return { decisions: step.decisions, done: step.done };
     }).immediate;
@@ -141,8 +155,6 @@ export class SqliteWriter {
       }
       return recorded;
     }).immediate;
-
-    this.#raiseDueTenants = db.transaction(sql.raiseEarliest).immediate;
   }
 
   /** TimerStore.applyCommands, decided here; `recordedAtMs` stamps the prefix cancels it records. */
@@ -170,11 +182,6 @@ export class SqliteWriter {
 
   recordDeadlines(records: readonly DeadlineRecord[]): TimerKey[] {
     return this.#recordDeadlines(records);
-  }
-
-  /** Sets the tenants' bounds in timer_due_tenants to their earliest due times (one transaction). */
-  raiseDueTenants(tenantIds: readonly string[]): void {
-    this.#raiseDueTenants(tenantIds);
   }
 
   deleteFinalTimers(cutoffMs: number, limit: number): number {
