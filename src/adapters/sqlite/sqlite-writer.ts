@@ -155,6 +155,11 @@ export class SqliteWriter {
       }
       return recorded;
     }).immediate;
+
+    // An earlier release left entries below their tenants' timers for its claims to raise; the claims
+    // here read them as they are, so they are made exact at each start (one index seek per tenant).
+    const dueTenants = db.prepare<[], string>("SELECT tenant_id FROM timer_due_tenants").pluck();
+    db.transaction(() => sql.raiseEarliest(dueTenants.all())).immediate();
   }
 
   /** TimerStore.applyCommands, decided here; `recordedAtMs` stamps the prefix cancels it records. */
