@@ -381,13 +381,17 @@ async function main(): Promise<number> {
     for (const window of profileWindows) {
       const dir = join(args.profileDir, window.label);
       if (!existsSync(dir)) continue;
-      for (const file of readdirSync(dir)
+      const files = readdirSync(dir)
         .filter((f) => f.endsWith(".cpuprofile"))
-        .sort()) {
+        .sort();
+      for (const file of files) {
         const summary = summarizeCpuProfile(join(dir, file), 15, window);
         if (summary === undefined) continue;
-        profiles[window.name] = summary;
-        process.stderr.write(`\n${formatProfile(summary, window.name)}\n`);
+        // One profile per thread (CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile): each keeps its own summary.
+        const thread = files.length === 1 ? undefined : /\.(\d+)\.\d+\.cpuprofile$/.exec(file)?.[1];
+        const name = thread === undefined ? window.name : `${window.name} (thread ${thread})`;
+        profiles[name] = summary;
+        process.stderr.write(`\n${formatProfile(summary, name)}\n`);
       }
     }
   }

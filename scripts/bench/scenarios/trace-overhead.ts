@@ -87,9 +87,13 @@ interface RoundFigures {
   readonly valid: boolean;
   readonly ingestUs: number | undefined;
   readonly fireUs: number | undefined;
-  /** The event-loop thread's share of the above. */
+  /** The above by thread: the event loop, the busiest other thread (this build: the SQLite writer), the rest. */
   readonly ingestMainUs: number | undefined;
+  readonly ingestSecondUs: number | undefined;
+  readonly ingestRestUs: number | undefined;
   readonly fireMainUs: number | undefined;
+  readonly fireSecondUs: number | undefined;
+  readonly fireRestUs: number | undefined;
   readonly ingestSeconds: number | undefined;
   readonly fireSeconds: number | undefined;
   readonly loadAverage1m: number | undefined;
@@ -146,14 +150,19 @@ export async function traceOverhead(ctx: BenchContext): Promise<Record<string, u
       ingestUs: ingest.serviceUsPerItem,
       fireUs: fire.serviceUsPerItem,
       ingestMainUs: ingest.serviceMainUsPerItem,
+      ingestSecondUs: ingest.serviceSecondUsPerItem,
+      ingestRestUs: ingest.serviceRestUsPerItem,
       fireMainUs: fire.serviceMainUsPerItem,
+      fireSecondUs: fire.serviceSecondUsPerItem,
+      fireRestUs: fire.serviceRestUsPerItem,
       ingestSeconds: ingest.wallS,
       fireSeconds: fire.wallS,
       loadAverage1m: loadAverage()[0],
     };
     figures[variant].push(row);
     ctx.log(
-      `${label}: ingest ${row.ingestUs} µs/command (main ${row.ingestMainUs}), fire ${row.fireUs} µs/event (main ${row.fireMainUs}); load ${row.loadAverage1m}` +
+      `${label}: ingest ${row.ingestUs} µs/command (main ${row.ingestMainUs}, second ${row.ingestSecondUs}, rest ${row.ingestRestUs}), ` +
+        `fire ${row.fireUs} µs/event (main ${row.fireMainUs}, second ${row.fireSecondUs}, rest ${row.fireRestUs}); load ${row.loadAverage1m}` +
         `${warmUp ? " (warm-up: discarded)" : ""}${valid ? "" : " (ingest ran past the due time: left out)"}`,
     );
   };
@@ -171,26 +180,26 @@ export async function traceOverhead(ctx: BenchContext): Promise<Record<string, u
   const loadAfter = loadAverage();
   for (const variant of VARIANTS) await stopService(services[variant].service);
 
-  const medians = Object.fromEntries(
-    VARIANTS.map((variant) => {
-      const measured = figures[variant].filter((r) => !r.warmUp && r.valid);
-      const of = (values: (number | undefined)[]): number | undefined => {
-        const defined = values.filter((v): v is number => v !== undefined);
-        const value = median(defined);
-        return value === undefined ? undefined : round(value, 1);
-      };
-      return [
-        variant,
-        {
-          ingestUs: of(measured.map((r) => r.ingestUs)),
-          fireUs: of(measured.map((r) => r.fireUs)),
-          ingestMainUs: of(measured.map((r) => r.ingestMainUs)),
-          fireMainUs: of(measured.map((r) => r.fireMainUs)),
-          rounds: measured.length,
-        },
-      ];
-    }),
-  ) as Record<Variant, { ingestUs?: number; fireUs?: number; ingestMainUs?: number; fireMainUs?: number; rounds: number }>;
+  const MEDIAN_FIELDS = [
+    "ingestUs",
+    "fireUs",
+    "ingestMainUs",
+    "ingestSecondUs",
+    "ingestRestUs",
+    "fireMainUs",
+    "fireSecondUs",
+    "fireRestUs",
+  ] as const;
+  const mediansOf = (variant: Variant): Partial<Record<(typeof MEDIAN_FIELDS)[number], number>> & { rounds: number } => {
+    const measured = figures[variant].filter((r) => !r.warmUp && r.valid);
+    const out: Partial<Record<(typeof MEDIAN_FIELDS)[number], number>> & { rounds: number } = { rounds: measured.length };
+    for (const field of MEDIAN_FIELDS) {
+      const value = median(measured.map((r) => r[field]).filter((v): v is number => v !== undefined));
+      if (value !== undefined) out[field] = round(value, 1);
+    }
+    return out;
+  };
+  const medians = { before: mediansOf("before"), headersOnly: mediansOf("headersOnly"), exporting: mediansOf("exporting") };
   const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
     a === undefined || b === undefined || b <= 0 ? undefined : round(a / b, 2);
   const versus = (variant: Variant) => ({
