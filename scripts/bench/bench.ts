@@ -81,7 +81,8 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "instances", run: instances, timeoutMs: 60 * 60_000 },
   // CPU per timer with and without completion tracking (delivery).
   { name: "deliveryOverhead", run: deliveryOverhead, timeoutMs: 20 * 60_000 },
-  { name: "traceOverhead", run: traceOverhead, timeoutMs: 20 * 60_000 },
+  // Against main just before trace context (commit 392bce7), alternated rounds after a warm-up.
+  { name: "traceOverhead", run: traceOverhead, timeoutMs: 30 * 60_000 },
   // BullMQ on redis-server, last: its ratios divide the figures of ingest, burst and lowLoadLag above.
   { name: "peers", run: peers, timeoutMs: 45 * 60_000, peersFlag: true },
 ];
@@ -205,6 +206,23 @@ const TARGETS: Target[] = [
     target: 1,
     unit: "×",
   },
+  // Medians of alternated rounds after a warm-up, against the build just before trace context, same run.
+  {
+    name: "trace context, headers only: CPU/cmd vs before",
+    path: "traceOverhead.headersOnlyVsBefore.ingest",
+    op: "<=",
+    target: 1.05,
+    unit: "×",
+  },
+  {
+    name: "trace context, headers only: CPU/event vs before",
+    path: "traceOverhead.headersOnlyVsBefore.fire",
+    op: "<=",
+    target: 1.05,
+    unit: "×",
+  },
+  { name: "trace context, exporting: CPU/cmd vs before", path: "traceOverhead.exportingVsBefore.ingest", op: "<=", target: 1.3, unit: "×" },
+  { name: "trace context, exporting: CPU/event vs before", path: "traceOverhead.exportingVsBefore.fire", op: "<=", target: 1.3, unit: "×" },
   { name: "catch-up, per-minute cron from year 0: max", path: "catchUp.cronEveryMinuteFromYear0.maxMs", op: "<=", target: 100, unit: "ms" },
   {
     name: "catch-up, monthly cron after 100 years: max",
@@ -363,13 +381,17 @@ async function main(): Promise<number> {
     for (const window of profileWindows) {
       const dir = join(args.profileDir, window.label);
       if (!existsSync(dir)) continue;
-      for (const file of readdirSync(dir)
+      const files = readdirSync(dir)
         .filter((f) => f.endsWith(".cpuprofile"))
-        .sort()) {
+        .sort();
+      for (const file of files) {
         const summary = summarizeCpuProfile(join(dir, file), 15, window);
         if (summary === undefined) continue;
-        profiles[window.name] = summary;
-        process.stderr.write(`\n${formatProfile(summary, window.name)}\n`);
+        // One profile per thread (CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile): each keeps its own summary.
+        const thread = files.length === 1 ? undefined : /\.(\d+)\.\d+\.cpuprofile$/.exec(file)?.[1];
+        const name = thread === undefined ? window.name : `${window.name} (thread ${thread})`;
+        profiles[name] = summary;
+        process.stderr.write(`\n${formatProfile(summary, name)}\n`);
       }
     }
   }

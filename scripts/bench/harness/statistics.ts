@@ -9,6 +9,14 @@ export function percentile(values: readonly number[], q: number): number | undef
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 export function summary(
   values: readonly number[],
 ): { p50: number; p90: number; p99: number; max: number; min: number; mean: number } | undefined {

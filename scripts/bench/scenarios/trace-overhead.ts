@@ -1,95 +1,229 @@
 /**
- * traceOverhead: the cost of trace context and spans (CONTRACT §13) per command and per event. The
- * same n timers are ingested and fired as a burst by three services, one after the other, each on
- * its own broker and store: the build of commit 0fd4785 (before trace context), this build with no
- * OTEL_* variables (headers only), and this build exporting spans over OTLP/HTTP protobuf to a
- * receiver in the bench process that answers 200 and drops them. Commands carry a `traceparent`.
- * Figures: service CPU µs per command while ingesting, per event while firing.
+ * traceOverhead: the cost of trace context and spans (CONTRACT §13) per command and per event, as
+ * an A/B in one run against the build just before trace context (BEFORE_TRACING_COMMIT). Three
+ * services, each on its own broker and SQLite store, started once and kept for the whole scenario:
+ * that build, this build with no OTEL_* variables (headers only), and this build exporting spans
+ * over OTLP/HTTP protobuf to a receiver in the bench process that answers 200 and drops them.
  *
- *   npm run bench -- --only traceOverhead            (50,000 timers per variant)
- *   npm run bench -- --quick --only traceOverhead    (5,000: a sanity run)
+ * In every round each service in turn ingests n ScheduleTimer commands (each with a `traceparent`,
+ * due at one instant) and fires them as a burst, alone on the machine's share the bench leaves it.
+ * The first round warms every service up (JIT, page cache) and is discarded; in the measured rounds
+ * the variants alternate, the order rotated from round to round so that none is always first.
+ * Figures: service CPU µs per command while ingesting and per event while firing, per round and
+ * the median of each variant's measured rounds; headers only / before and exporting / before are
+ * ratios of those medians. A round whose ingest ran past the due instant is reported and left out.
+ *
+ *   npm run bench -- --only traceOverhead            (50,000 timers, 1 warm-up + 3 measured rounds)
+ *   npm run bench -- --quick --only traceOverhead    (5,000 timers, 1 + 2 rounds: a sanity run)
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { headers } from "@nats-io/transport-node";
+import type { TimerServiceProcess } from "../../../test/support/timer-service-process.js";
 import { ensureBaselineBuild } from "../baseline.js";
 import {
   BenchClient,
   DueEventCollector,
   callId,
+  loadAverage,
+  median,
+  round,
   scaled,
   startNats,
   startService,
+  stopService,
   type BenchContext,
   type OutMessage,
   measureIngestThenFire,
 } from "../harness.js";
 
-/** The last commit before trace context. */
-export const BEFORE_TRACING_COMMIT = "0fd4785";
+/**
+ * The parent of the first commit of trace context (the OpenTelemetry dependencies, then
+ * `traceparent` read from commands): the build the overhead is measured against.
+ */
+export const BEFORE_TRACING_COMMIT = "392bce7";
+
+const VARIANTS = ["before", "headersOnly", "exporting"] as const;
+type Variant = (typeof VARIANTS)[number];
+const SERVICE_LABEL: Record<Variant, string> = { before: "trace-before", headersOnly: "trace-headers", exporting: "trace-otlp" };
+
 const encoder = new TextEncoder();
 
-async function discardingReceiver(): Promise<{ url: string; close: () => void }> {
+/** An OTLP/HTTP receiver that reads every request to its end, answers 200 and keeps only counts. */
+async function discardingReceiver(): Promise<{ url: string; counts: { requests: number; bytes: number }; close: () => void }> {
+  const counts = { requests: 0, bytes: 0 };
   const server = createServer((request, response) => {
-    request.resume();
+    counts.requests++;
+    request.on("data", (chunk: Buffer) => (counts.bytes += chunk.length));
     request.on("end", () => {
       response.writeHead(200, { "content-type": "application/x-protobuf" });
       response.end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, counts, close: () => server.close() };
+}
+
+function schedules(n: number, tenantId: string, dueAtMs: number, roundNo: number): OutMessage[] {
+  const dueAt = new Date(dueAtMs).toISOString();
+  return Array.from({ length: n }, (_, i) => {
+    const envelope = {
+      id: `s-${i}`,
+      type: "ScheduleTimer",
+      tenantId,
+      timestampMs: Date.now(),
+      payload: { tenantId, serviceCallId: callId("t", i), dueAt },
+    };
+    const h = headers();
+    const traceId = `${roundNo.toString(16).padStart(4, "0")}${(i + 1).toString(16).padStart(28, "a")}`;
+    h.set("traceparent", `00-${traceId}-00f067aa0ba902b7-01`);
+    return { subject: `timer.commands.schedule.${tenantId}`, data: encoder.encode(JSON.stringify(envelope)), headers: h };
+  });
+}
+
+interface RoundFigures {
+  readonly round: number;
+  readonly warmUp: boolean;
+  readonly valid: boolean;
+  readonly ingestUs: number | undefined;
+  readonly fireUs: number | undefined;
+  /** The above by thread: the event loop, the busiest other thread (this build: the SQLite writer), the rest. */
+  readonly ingestMainUs: number | undefined;
+  readonly ingestSecondUs: number | undefined;
+  readonly ingestRestUs: number | undefined;
+  readonly fireMainUs: number | undefined;
+  readonly fireSecondUs: number | undefined;
+  readonly fireRestUs: number | undefined;
+  readonly ingestSeconds: number | undefined;
+  readonly fireSeconds: number | undefined;
+  readonly loadAverage1m: number | undefined;
 }
 
 export async function traceOverhead(ctx: BenchContext): Promise<Record<string, unknown>> {
   const n = scaled(ctx, 50_000);
+  const measuredRounds = ctx.quick ? 2 : 3;
   const budgetMs = Math.max(15_000, Math.ceil(n / 2_000) * 1_000);
   const baseline = ensureBaselineBuild(BEFORE_TRACING_COMMIT);
+  ctx.log(
+    `before = ${baseline.commitHash.slice(0, 12)} (${baseline.built ? `built in ${baseline.buildS} s` : "cached build"}); ${n} timers, 1 warm-up + ${measuredRounds} measured rounds`,
+  );
   const receiver = await discardingReceiver();
   ctx.scope.defer(() => receiver.close());
-
-  const variant = async (label: string, env: Record<string, string>, entry?: string) => {
-    const nats = await startNats(ctx);
-    const service = await startService(ctx, nats.url, `trace-${label}`, env, entry);
-    const client = await BenchClient.connect(ctx, nats.url);
-    const pids = { service: service.pid };
-    const tenantId = `trace-${label}`;
-    const events = new DueEventCollector(ctx, client.nc, `timer.events.due.${tenantId}`);
-    const dueAtMs = Date.now() + budgetMs;
-    const schedules: OutMessage[] = Array.from({ length: n }, (_, i) => {
-      const envelope = {
-        id: `s-${i}`,
-        type: "ScheduleTimer",
-        tenantId,
-        timestampMs: Date.now(),
-        payload: { tenantId, serviceCallId: callId("t", i), dueAt: new Date(dueAtMs).toISOString() },
-      };
-      const h = headers();
-      h.set("traceparent", `00-${(i + 1).toString(16).padStart(32, "a")}-00f067aa0ba902b7-01`);
-      return { subject: `timer.commands.schedule.${tenantId}`, data: encoder.encode(JSON.stringify(envelope)), headers: h };
-    });
-    const { valid, ingest, fire } = await measureIngestThenFire(client, events, pids, { schedules, dueAtMs, budgetMs, label });
-    ctx.log(
-      `${label}: ingest ${ingest.serviceUsPerItem} µs/command, fire ${fire.serviceUsPerItem} µs/event${valid ? "" : " (invalid: ingest ran past the due time)"}`,
-    );
-    return { valid, ingest, fire };
+  const env: Record<Variant, Record<string, string>> = {
+    before: {},
+    headersOnly: {},
+    exporting: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" },
   };
 
-  const before = await variant("before", {}, baseline.entry);
-  const headersOnly = await variant("headers", {});
-  const exporting = await variant("otlp", {
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+  const sqliteCtx: BenchContext = { ...ctx, store: "sqlite" };
+  const services = {} as Record<Variant, { service: TimerServiceProcess; client: BenchClient }>;
+  for (const variant of VARIANTS) {
+    const nats = await startNats(ctx);
+    const entry = variant === "before" ? baseline.entry : undefined;
+    const service = await startService(sqliteCtx, nats.url, SERVICE_LABEL[variant], env[variant], entry);
+    services[variant] = { service, client: await BenchClient.connect(ctx, nats.url) };
+  }
+
+  const figures: Record<Variant, RoundFigures[]> = { before: [], headersOnly: [], exporting: [] };
+  const runRound = async (variant: Variant, roundNo: number): Promise<void> => {
+    const { service, client } = services[variant];
+    const warmUp = roundNo === 0;
+    const label = `${variant} ${warmUp ? "warm-up" : `round ${roundNo}`}`;
+    const tenantId = `trace-${variant}-r${roundNo}`;
+    const events = new DueEventCollector(ctx, client.nc, `timer.events.due.${tenantId}`);
+    const dueAtMs = Date.now() + budgetMs;
+    const { valid, ingest, fire, windows } = await measureIngestThenFire(
+      client,
+      events,
+      { service: service.pid },
+      { schedules: schedules(n, tenantId, dueAtMs, roundNo), dueAtMs, budgetMs, label },
+    );
+    if (!warmUp && ctx.profileDir !== undefined) {
+      const serviceLabel = SERVICE_LABEL[variant];
+      ctx.profileWindows.push({ label: serviceLabel, name: `traceOverhead ${label} ingest`, ...windows.ingest });
+      ctx.profileWindows.push({ label: serviceLabel, name: `traceOverhead ${label} fire`, ...windows.fire });
+    }
+    const row: RoundFigures = {
+      round: roundNo,
+      warmUp,
+      valid,
+      ingestUs: ingest.serviceUsPerItem,
+      fireUs: fire.serviceUsPerItem,
+      ingestMainUs: ingest.serviceMainUsPerItem,
+      ingestSecondUs: ingest.serviceSecondUsPerItem,
+      ingestRestUs: ingest.serviceRestUsPerItem,
+      fireMainUs: fire.serviceMainUsPerItem,
+      fireSecondUs: fire.serviceSecondUsPerItem,
+      fireRestUs: fire.serviceRestUsPerItem,
+      ingestSeconds: ingest.wallS,
+      fireSeconds: fire.wallS,
+      loadAverage1m: loadAverage()[0],
+    };
+    figures[variant].push(row);
+    ctx.log(
+      `${label}: ingest ${row.ingestUs} µs/command (main ${row.ingestMainUs}, second ${row.ingestSecondUs}, rest ${row.ingestRestUs}), ` +
+        `fire ${row.fireUs} µs/event (main ${row.fireMainUs}, second ${row.fireSecondUs}, rest ${row.fireRestUs}); load ${row.loadAverage1m}` +
+        `${warmUp ? " (warm-up: discarded)" : ""}${valid ? "" : " (ingest ran past the due time: left out)"}`,
+    );
+  };
+
+  const loadBefore = loadAverage();
+  const order: string[] = [];
+  for (let roundNo = 0; roundNo <= measuredRounds; roundNo++) {
+    const shift = roundNo === 0 ? 0 : (roundNo - 1) % VARIANTS.length;
+    for (let k = 0; k < VARIANTS.length; k++) {
+      const variant = VARIANTS[(k + shift) % VARIANTS.length]!;
+      order.push(`${roundNo === 0 ? "warm-up" : roundNo}:${variant}`);
+      await runRound(variant, roundNo);
+    }
+  }
+  const loadAfter = loadAverage();
+  for (const variant of VARIANTS) await stopService(services[variant].service);
+
+  const MEDIAN_FIELDS = [
+    "ingestUs",
+    "fireUs",
+    "ingestMainUs",
+    "ingestSecondUs",
+    "ingestRestUs",
+    "fireMainUs",
+    "fireSecondUs",
+    "fireRestUs",
+  ] as const;
+  const mediansOf = (variant: Variant): Partial<Record<(typeof MEDIAN_FIELDS)[number], number>> & { rounds: number } => {
+    const measured = figures[variant].filter((r) => !r.warmUp && r.valid);
+    const out: Partial<Record<(typeof MEDIAN_FIELDS)[number], number>> & { rounds: number } = { rounds: measured.length };
+    for (const field of MEDIAN_FIELDS) {
+      const value = median(measured.map((r) => r[field]).filter((v): v is number => v !== undefined));
+      if (value !== undefined) out[field] = round(value, 1);
+    }
+    return out;
+  };
+  const medians = { before: mediansOf("before"), headersOnly: mediansOf("headersOnly"), exporting: mediansOf("exporting") };
+  const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
+    a === undefined || b === undefined || b <= 0 ? undefined : round(a / b, 2);
+  const versus = (variant: Variant) => ({
+    ingest: ratio(medians[variant].ingestUs, medians.before.ingestUs),
+    fire: ratio(medians[variant].fireUs, medians.before.fireUs),
   });
-  const ratio = (a: Record<string, number>, b: Record<string, number>) =>
-    Math.round((a.serviceUsPerItem! / b.serviceUsPerItem!) * 100) / 100;
+  const headersOnlyVsBefore = versus("headersOnly");
+  const exportingVsBefore = versus("exporting");
+  ctx.log(
+    `medians µs per command / event: before ${medians.before.ingestUs} / ${medians.before.fireUs}, headers only ${medians.headersOnly.ingestUs} / ${medians.headersOnly.fireUs} ` +
+      `(${headersOnlyVsBefore.ingest}× / ${headersOnlyVsBefore.fire}×), exporting ${medians.exporting.ingestUs} / ${medians.exporting.fireUs} ` +
+      `(${exportingVsBefore.ingest}× / ${exportingVsBefore.fire}×); load average ${loadBefore.join(" ")} → ${loadAfter.join(" ")}`,
+  );
   return {
     n,
     baselineCommit: baseline.commitHash.slice(0, 12),
-    before,
-    headersOnly,
-    exporting,
-    headersOnlyVsBefore: { ingest: ratio(headersOnly.ingest, before.ingest), fire: ratio(headersOnly.fire, before.fire) },
-    exportingVsBefore: { ingest: ratio(exporting.ingest, before.ingest), fire: ratio(exporting.fire, before.fire) },
+    warmUpRounds: 1,
+    measuredRounds,
+    order,
+    medians,
+    headersOnlyVsBefore,
+    exportingVsBefore,
+    rounds: figures,
+    otlpReceived: { ...receiver.counts },
+    loadAverage: { before: loadBefore, after: loadAfter },
   };
 }

@@ -1,4 +1,5 @@
 import { createInbox, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import type { TraceHeaders } from "../../app/timer-tracing.js";
 
 /** The stream refused a publish, or no ack came in time. */
 export class JetStreamPublishError extends Error {
@@ -37,20 +38,15 @@ export class JetStreamAckTracker {
 
   /**
    * Publishes and resolves when the stream `streamName` acked it (a duplicate counts as acked).
-   * `extraHeaders` go out with the message too (the W3C trace headers of an event).
+   * `traceHeaders` go out with the message too (the W3C trace headers of an event).
    */
-  publish(
-    subject: string,
-    body: Uint8Array,
-    msgId: string,
-    streamName: string,
-    extraHeaders?: Readonly<Record<string, string | undefined>>,
-  ): Promise<void> {
+  publish(subject: string, body: Uint8Array, msgId: string, streamName: string, traceHeaders?: TraceHeaders): Promise<void> {
     const id = ++this.nextId;
     const messageHeaders = headers();
     messageHeaders.set("Nats-Msg-Id", msgId);
-    if (extraHeaders !== undefined) {
-      for (const [name, value] of Object.entries(extraHeaders)) if (value !== undefined) messageHeaders.set(name, value);
+    if (traceHeaders !== undefined) {
+      messageHeaders.set("traceparent", traceHeaders.traceparent);
+      if (traceHeaders.tracestate !== undefined) messageHeaders.set("tracestate", traceHeaders.tracestate);
     }
     return new Promise<void>((resolve, reject) => {
       this.pending.set(id, { stream: streamName, resolve, reject, deadline: Date.now() + this.timeoutMs });

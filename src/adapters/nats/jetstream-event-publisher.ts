@@ -52,9 +52,17 @@ export class JetStreamEventPublisher implements TimerEventPublisher {
     timer: { readonly tenantId: string; readonly serviceCallId?: string | undefined; readonly generation?: number },
     lateMs?: number,
   ): Promise<void> {
-    const attributes = { subject, messageId: id, ...timer, lateMs };
+    // Named members, not a spread of the whole event: this object is built for every event.
+    const attributes = {
+      subject,
+      messageId: id,
+      tenantId: timer.tenantId,
+      serviceCallId: timer.serviceCallId,
+      generation: timer.generation,
+      lateMs,
+    };
     return this.options.tracing.publishEvent(trace, attributes, (headers) =>
-      this.acks.publish(subject, encoder.encode(body), id, this.options.eventsStream, { ...headers }),
+      this.acks.publish(subject, encoder.encode(body), id, this.options.eventsStream, headers),
     );
   }
 }

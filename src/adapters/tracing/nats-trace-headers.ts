@@ -1,25 +1,9 @@
-import { ROOT_CONTEXT, trace, type TextMapGetter, type TextMapSetter } from "@opentelemetry/api";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { parseTraceParent } from "@opentelemetry/core";
 import type { MsgHdrs } from "@nats-io/transport-node";
 import type { TraceContext } from "../../domain/trace-context.js";
 
 /** The W3C limit of a `tracestate` header; a longer one is dropped rather than cut. */
 const MAX_TRACESTATE_LENGTH = 512;
-
-/** The OTel carrier view of NATS message headers. */
-export const natsHeaderGetter: TextMapGetter<MsgHdrs> = {
-  keys: (headers) => headers.keys(),
-  get: (headers, key) => (headers.has(key) ? headers.get(key) : undefined),
-};
-
-/** Writes into a plain record, which the publisher copies into the message's headers. */
-export const recordHeaderSetter: TextMapSetter<Record<string, string>> = {
-  set: (carrier, key, value) => {
-    carrier[key] = value;
-  },
-};
-
-export const w3cPropagator = new W3CTraceContextPropagator();
 
 /**
  * Whether `tracestate` can travel on the service's events as it came: a NATS header value, within
@@ -40,10 +24,12 @@ export function traceFromHeaders(readHeaders: () => MsgHdrs | undefined): TraceC
   try {
     // Headers are parsed when first read; a block the client cannot parse throws there.
     const headers = readHeaders();
-    if (headers === undefined || !headers.has("traceparent")) return undefined;
-    const span = trace.getSpanContext(w3cPropagator.extract(ROOT_CONTEXT, headers, natsHeaderGetter));
-    if (span === undefined) return undefined;
-    const traceState = headers.has("tracestate") ? headers.get("tracestate") : "";
+    if (headers === undefined) return undefined;
+    // The propagator's own parse, without the context and TraceState objects it would build around it.
+    const traceparent = headers.get("traceparent");
+    const span = traceparent === "" ? null : parseTraceParent(traceparent);
+    if (span === null) return undefined;
+    const traceState = headers.get("tracestate");
     return {
       traceId: span.traceId,
       traceFlags: span.traceFlags,
