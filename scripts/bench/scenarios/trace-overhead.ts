@@ -1,17 +1,21 @@
 /**
  * traceOverhead: the cost of trace context and spans (CONTRACT §13) per command and per event, as
- * an A/B in one run against the build just before trace context (BEFORE_TRACING_COMMIT). Three
+ * an A/B in one run. Trace context landed as one merge (TRACE_MERGE_COMMIT); its first parent
+ * (BEFORE_TRACING_COMMIT) is main just before it, so the two differ by trace context alone. Five
  * services, each on its own broker and SQLite store, started once and kept for the whole scenario:
- * that build, this build with no OTEL_* variables (headers only), and this build exporting spans
- * over OTLP/HTTP protobuf to a receiver in the bench process that answers 200 and drops them.
+ * main before trace context, the trace merge with no OTEL_* variables (headers only) and exporting
+ * spans, and this build the same two ways. Spans go over OTLP/HTTP protobuf to a receiver in the
+ * bench process that answers 200 and drops them.
  *
  * In every round each service in turn ingests n ScheduleTimer commands (each with a `traceparent`,
  * due at one instant) and fires them as a burst, alone on the machine's share the bench leaves it.
  * The first round warms every service up (JIT, page cache) and is discarded; in the measured rounds
  * the variants alternate, the order rotated from round to round so that none is always first.
  * Figures: service CPU µs per command while ingesting and per event while firing, per round and
- * the median of each variant's measured rounds; headers only / before and exporting / before are
- * ratios of those medians. A round whose ingest ran past the due instant is reported and left out.
+ * the median of each variant's measured rounds. The targets are the trace merge's against main
+ * before it (trace context's own cost); this build's against main before trace context are
+ * reported beside them (they hold every change since, the writer thread among them).
+ * A round whose ingest ran past the due instant is reported and left out.
  *
  *   npm run bench -- --only traceOverhead            (50,000 timers, 1 warm-up + 3 measured rounds)
  *   npm run bench -- --quick --only traceOverhead    (5,000 timers, 1 + 2 rounds: a sanity run)
@@ -37,15 +41,20 @@ import {
   measureIngestThenFire,
 } from "../harness.js";
 
-/**
- * The parent of the first commit of trace context (the OpenTelemetry dependencies, then
- * `traceparent` read from commands): the build the overhead is measured against.
- */
-export const BEFORE_TRACING_COMMIT = "392bce7";
+/** The merge that brought trace context (W3C headers, OpenTelemetry spans) to main. */
+export const TRACE_MERGE_COMMIT = "0b5d6f7";
+/** Its first parent: main just before trace context. */
+export const BEFORE_TRACING_COMMIT = "31f7815";
 
-const VARIANTS = ["before", "headersOnly", "exporting"] as const;
+const VARIANTS = ["before", "traceHeaders", "traceExporting", "headersOnly", "exporting"] as const;
 type Variant = (typeof VARIANTS)[number];
-const SERVICE_LABEL: Record<Variant, string> = { before: "trace-before", headersOnly: "trace-headers", exporting: "trace-otlp" };
+const SERVICE_LABEL: Record<Variant, string> = {
+  before: "trace-before",
+  traceHeaders: "trace-merge-headers",
+  traceExporting: "trace-merge-otlp",
+  headersOnly: "trace-headers",
+  exporting: "trace-otlp",
+};
 
 const encoder = new TextEncoder();
 
@@ -104,27 +113,37 @@ export async function traceOverhead(ctx: BenchContext): Promise<Record<string, u
   const measuredRounds = ctx.quick ? 2 : 3;
   const budgetMs = Math.max(15_000, Math.ceil(n / 2_000) * 1_000);
   const baseline = ensureBaselineBuild(BEFORE_TRACING_COMMIT);
+  const merge = ensureBaselineBuild(TRACE_MERGE_COMMIT);
   ctx.log(
-    `before = ${baseline.commitHash.slice(0, 12)} (${baseline.built ? `built in ${baseline.buildS} s` : "cached build"}); ${n} timers, 1 warm-up + ${measuredRounds} measured rounds`,
+    `before = ${baseline.commitHash.slice(0, 12)}, trace merge = ${merge.commitHash.slice(0, 12)}; ${n} timers, 1 warm-up + ${measuredRounds} measured rounds`,
   );
   const receiver = await discardingReceiver();
   ctx.scope.defer(() => receiver.close());
+  const exporting = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" };
   const env: Record<Variant, Record<string, string>> = {
     before: {},
+    traceHeaders: {},
+    traceExporting: exporting,
     headersOnly: {},
-    exporting: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" },
+    exporting,
+  };
+  const entries: Record<Variant, string | undefined> = {
+    before: baseline.entry,
+    traceHeaders: merge.entry,
+    traceExporting: merge.entry,
+    headersOnly: undefined,
+    exporting: undefined,
   };
 
   const sqliteCtx: BenchContext = { ...ctx, store: "sqlite" };
   const services = {} as Record<Variant, { service: TimerServiceProcess; client: BenchClient }>;
   for (const variant of VARIANTS) {
     const nats = await startNats(ctx);
-    const entry = variant === "before" ? baseline.entry : undefined;
-    const service = await startService(sqliteCtx, nats.url, SERVICE_LABEL[variant], env[variant], entry);
+    const service = await startService(sqliteCtx, nats.url, SERVICE_LABEL[variant], env[variant], entries[variant]);
     services[variant] = { service, client: await BenchClient.connect(ctx, nats.url) };
   }
 
-  const figures: Record<Variant, RoundFigures[]> = { before: [], headersOnly: [], exporting: [] };
+  const figures = Object.fromEntries(VARIANTS.map((variant) => [variant, []])) as unknown as Record<Variant, RoundFigures[]>;
   const runRound = async (variant: Variant, roundNo: number): Promise<void> => {
     const { service, client } = services[variant];
     const warmUp = roundNo === 0;
@@ -199,27 +218,36 @@ export async function traceOverhead(ctx: BenchContext): Promise<Record<string, u
     }
     return out;
   };
-  const medians = { before: mediansOf("before"), headersOnly: mediansOf("headersOnly"), exporting: mediansOf("exporting") };
+  const medians = Object.fromEntries(VARIANTS.map((variant) => [variant, mediansOf(variant)])) as Record<
+    Variant,
+    ReturnType<typeof mediansOf>
+  >;
   const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
     a === undefined || b === undefined || b <= 0 ? undefined : round(a / b, 2);
   const versus = (variant: Variant) => ({
     ingest: ratio(medians[variant].ingestUs, medians.before.ingestUs),
     fire: ratio(medians[variant].fireUs, medians.before.fireUs),
   });
+  const traceHeadersVsBefore = versus("traceHeaders");
+  const traceExportingVsBefore = versus("traceExporting");
   const headersOnlyVsBefore = versus("headersOnly");
   const exportingVsBefore = versus("exporting");
+  const shown = (variant: Variant, vs?: { ingest: number | undefined; fire: number | undefined }) =>
+    `${variant} ${medians[variant].ingestUs} / ${medians[variant].fireUs}${vs === undefined ? "" : ` (${vs.ingest}× / ${vs.fire}×)`}`;
   ctx.log(
-    `medians µs per command / event: before ${medians.before.ingestUs} / ${medians.before.fireUs}, headers only ${medians.headersOnly.ingestUs} / ${medians.headersOnly.fireUs} ` +
-      `(${headersOnlyVsBefore.ingest}× / ${headersOnlyVsBefore.fire}×), exporting ${medians.exporting.ingestUs} / ${medians.exporting.fireUs} ` +
-      `(${exportingVsBefore.ingest}× / ${exportingVsBefore.fire}×); load average ${loadBefore.join(" ")} → ${loadAfter.join(" ")}`,
+    `medians µs per command / event: ${shown("before")}, ${shown("traceHeaders", traceHeadersVsBefore)}, ${shown("traceExporting", traceExportingVsBefore)}; ` +
+      `this build: ${shown("headersOnly", headersOnlyVsBefore)}, ${shown("exporting", exportingVsBefore)}; load average ${loadBefore.join(" ")} → ${loadAfter.join(" ")}`,
   );
   return {
     n,
     baselineCommit: baseline.commitHash.slice(0, 12),
+    traceMergeCommit: merge.commitHash.slice(0, 12),
     warmUpRounds: 1,
     measuredRounds,
     order,
     medians,
+    traceHeadersVsBefore,
+    traceExportingVsBefore,
     headersOnlyVsBefore,
     exportingVsBefore,
     rounds: figures,
