@@ -23,6 +23,14 @@ function codePointRank(codeUnit: number): number {
   return codeUnit;
 }
 
+/** Tenant first, then serviceCallIdPrefix, both by code point: the key order of prefix cancels. */
+export function comparePrefixCancelKeys(
+  a: { readonly tenantId: string; readonly serviceCallIdPrefix: string },
+  b: { readonly tenantId: string; readonly serviceCallIdPrefix: string },
+): number {
+  return compareCodePoints(a.tenantId, b.tenantId) || compareCodePoints(a.serviceCallIdPrefix, b.serviceCallIdPrefix);
+}
+
 /** Tenant first, then serviceCallId, both by code point. */
 export function compareTimerKeys(a: TimerKey, b: TimerKey): number {
   return compareCodePoints(a.tenantId, b.tenantId) || compareCodePoints(a.serviceCallId, b.serviceCallId);

@@ -1,5 +1,5 @@
 import type { ImportCounts, TimerTransfer, TransferRecord } from "../../app/transfer/timer-transfer.js";
-import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
+import { comparePrefixCancelKeys, compareTimerKeys } from "../../domain/code-point-order.js";
 import { timerKeyString, type Timer } from "../../domain/timer.js";
 
 type PrefixCancelRecord = Extract<TransferRecord, { kind: "prefixCancel" }>["prefixCancel"];
@@ -21,7 +21,7 @@ export class MemoryTimerTransfer implements TimerTransfer {
     const timers = [...this.timers.values()].filter((t) => options.tenantId === undefined || t.tenantId === options.tenantId);
     const cancels = [...this.prefixCancels.values()].filter((c) => options.tenantId === undefined || c.tenantId === options.tenantId);
     for (const timer of timers.sort(compareTimerKeys)) yield { kind: "timer", timer };
-    cancels.sort((a, b) => compareCodePoints(a.tenantId, b.tenantId) || compareCodePoints(a.serviceCallIdPrefix, b.serviceCallIdPrefix));
+    cancels.sort(comparePrefixCancelKeys);
     for (const prefixCancel of cancels) yield { kind: "prefixCancel", prefixCancel };
   }
 

@@ -8,7 +8,7 @@ import { StoredDeliveredCommand } from "./stored-delivered-command.js";
 /** A source's consumer with at least this many commands not yet delivered is flooded: its small tenants are read directly. */
 export const BYPASS_BACKLOG_MIN = 2_000;
 /** A tenant with more commands stored in a flooded source than this is a flooder too and stays in the consumer's lane. */
-export const BYPASS_TENANT_MAX = 1_000;
+const BYPASS_TENANT_MAX = 1_000;
 /** Commands the bypass holds at once, handed over and not yet settled and removed (its memory bound). */
 const MAX_IN_FLIGHT = 2_000;
 /** Tenants read at the same time (each is a chain of one request per message). */

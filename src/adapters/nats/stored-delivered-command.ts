@@ -34,10 +34,6 @@ export class StoredDeliveredCommand implements ReceivedCommand {
     this.settled = new Promise((resolve) => (this.resolve = resolve));
   }
 
-  get seq(): number {
-    return this.message.seq;
-  }
-
   get trace(): TraceContext | undefined {
     return traceFromHeaders(() => this.message.header);
   }

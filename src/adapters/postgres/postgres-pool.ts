@@ -14,8 +14,8 @@ const INT8_OID = 20;
  * Scheduled row to mark 100 of them (100k timers due at one instant: 0.4–1.1 s per statement, the
  * burst twice as slow). Disabling those plan types only raises their cost, so a statement with no
  * other way still runs. Every execution is planned for the table as it is then: a named statement's
-generic plan, chosen after five executions while the table was still empty, would keep a sequential
-scan for good (a batch's key lookup nested over the whole table). See docs/adr/0005.
+ * generic plan, chosen after five executions while the table was still empty, would keep a sequential
+ * scan for good (a batch's key lookup nested over the whole table). See docs/adr/0005.
  */
 const PLANNER_SETTINGS = "-c enable_bitmapscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c plan_cache_mode=force_custom_plan";
 

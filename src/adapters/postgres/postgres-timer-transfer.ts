@@ -1,16 +1,10 @@
 import type pg from "pg";
 import type { ImportCounts, TimerTransfer, TransferRecord } from "../../app/transfer/timer-transfer.js";
-import type { Timer } from "../../domain/timer.js";
-import { compareCodePoints, compareTimerKeys } from "../../domain/code-point-order.js";
-import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerColumnValues } from "../storage/timer-columns.js";
-import {
-  PREFIX_CANCEL_SELECT,
-  timerFromRow,
-  transferTimerSelect,
-  type TransferPrefixCancelRow,
-  type TransferTimerRow,
-} from "../storage/transfer-rows.js";
-import { createPostgresPool } from "./postgres-pool.js";
+import { comparePrefixCancelKeys, compareTimerKeys } from "../../domain/code-point-order.js";
+import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerSelectList } from "../storage/timer-columns.js";
+import { PREFIX_CANCEL_SELECT, timerFromRow, type TransferPrefixCancelRow, type TransferTimerRow } from "../storage/transfer-rows.js";
+import { checkOut, createPostgresPool } from "./postgres-pool.js";
+import { ARRAY_TYPES } from "./timer-schedules.sql.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { GrowthAnalyzer } from "./growth-analyzer.js";
 import { lowerDueTenants } from "./due-tenant-bounds.js";
@@ -27,24 +21,7 @@ export interface PostgresTimerTransferOptions {
 /** Rows per FETCH of an export: one page in memory at a time. */
 const EXPORT_PAGE_ROWS = 1_000;
 
-/** The Postgres type of each column's array parameter (as in UPSERT_DECISIONS). */
-const ARRAY_TYPES: Readonly<Record<string, string>> = {
-  generation: "integer[]",
-  attempt: "integer[]",
-  trace_flags: "integer[]",
-  due_at: "bigint[]",
-  command_ts: "bigint[]",
-  registered_at: "bigint[]",
-  reached_at: "bigint[]",
-  updated_at: "bigint[]",
-  occurrence: "bigint[]",
-  max_lateness_ms: "bigint[]",
-  fired_at: "bigint[]",
-  completed_at: "bigint[]",
-  deadline_at: "bigint[]",
-};
-
-const UNNEST = TIMER_COLUMNS.map(({ column }, i) => `$${i + 1}::${ARRAY_TYPES[column] ?? "text[]"}`).join(", ");
+const UNNEST = TIMER_COLUMNS.map(({ column }, i) => `$${i + 1}::${ARRAY_TYPES[column]}`).join(", ");
 
 /**
  * Writes a batch (one row per key): new keys are inserted, a stored row is overwritten only when its
@@ -104,7 +81,7 @@ export class PostgresTimerTransfer implements TimerTransfer {
   }
 
   async *exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord> {
-    const client = await this.pool.connect();
+    const { client, release } = await checkOut(this.pool);
     let failed = false;
     try {
       await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
@@ -113,7 +90,7 @@ export class PostgresTimerTransfer implements TimerTransfer {
       const where = options.tenantId === undefined ? "" : "WHERE tenant_id = $1";
       const values = options.tenantId === undefined ? [] : [options.tenantId];
       await client.query(
-        `DECLARE timers NO SCROLL CURSOR FOR SELECT ${transferTimerSelect(true)} FROM timer_schedules ${where} ORDER BY tenant_id, service_call_id`,
+        `DECLARE timers NO SCROLL CURSOR FOR SELECT ${timerSelectList({ quote: true })} FROM timer_schedules ${where} ORDER BY tenant_id, service_call_id`,
         values,
       );
       for (;;) {
@@ -136,21 +113,27 @@ export class PostgresTimerTransfer implements TimerTransfer {
         () => true,
         () => false,
       );
-      client.release(failed || !ended);
+      release(failed || !ended);
     }
   }
 
   async importBatch(records: readonly TransferRecord[]): Promise<ImportCounts> {
     // Key order: two writers of the same keys lock them in one order.
     const timers = records.flatMap((r) => (r.kind === "timer" ? [r.timer] : [])).sort(compareTimerKeys);
-    const cancels = records
-      .flatMap((r) => (r.kind === "prefixCancel" ? [r.prefixCancel] : []))
-      .sort((a, b) => compareCodePoints(a.tenantId, b.tenantId) || compareCodePoints(a.serviceCallIdPrefix, b.serviceCallIdPrefix));
-    const client = await this.pool.connect();
+    const cancels = records.flatMap((r) => (r.kind === "prefixCancel" ? [r.prefixCancel] : [])).sort(comparePrefixCancelKeys);
+    const { client, release } = await checkOut(this.pool);
     let failed = false;
     try {
       await client.query("BEGIN");
-      const written = timers.length === 0 ? [] : (await client.query<{ created: boolean }>(IMPORT_TIMERS, columnArrays(timers))).rows;
+      const written =
+        timers.length === 0
+          ? []
+          : (
+              await client.query<{ created: boolean }>(
+                IMPORT_TIMERS,
+                TIMER_COLUMNS.map(({ value }) => timers.map(value)),
+              )
+            ).rows;
       await lowerDueTenants(client, timers);
       const writtenCancels =
         cancels.length === 0
@@ -172,7 +155,7 @@ export class PostgresTimerTransfer implements TimerTransfer {
       await client.query("ROLLBACK").catch(() => undefined);
       throw error;
     } finally {
-      client.release(failed);
+      release(failed);
     }
   }
 
@@ -185,11 +168,4 @@ export class PostgresTimerTransfer implements TimerTransfer {
 function counts(written: readonly { created: boolean }[], total: number): { created: number; replaced: number; kept: number } {
   const created = written.filter((row) => row.created).length;
   return { created, replaced: written.length - created, kept: total - written.length };
-}
-
-/** One array per column, in TIMER_COLUMNS order. */
-function columnArrays(timers: readonly Timer[]): unknown[][] {
-  const arrays: unknown[][] = TIMER_COLUMNS.map(() => []);
-  for (const timer of timers) timerColumnValues(timer).forEach((value, i) => arrays[i]!.push(value));
-  return arrays;
 }

@@ -10,8 +10,8 @@ import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerSelectList
 // Aliased to the field names of Timer, so a row is a Timer but for the text of `repeat` and `delivery`.
 const TIMER_SELECT = timerSelectList({ quote: true });
 
-/** The Postgres type of each column's array parameter in UPSERT_DECISIONS. */
-const ARRAY_TYPES: Readonly<Record<string, string>> = {
+/** The Postgres type of each column's array parameter (UPSERT_DECISIONS, the import). */
+export const ARRAY_TYPES: Readonly<Record<string, string>> = {
   tenant_id: "text[]",
   service_call_id: "text[]",
   state: "text[]",

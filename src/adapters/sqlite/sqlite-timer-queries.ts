@@ -45,12 +45,10 @@ const RECORD_COLUMNS = timerSelectList({
   ],
 });
 
-// `LIMIT +@scanLimit`: a bare bound LIMIT would re-prepare the statement at every run (see
-// sqlite-timer-statements.ts).
-
 /**
  * One state's slice of timer_schedules_tenant_state_due_idx (tenant_id, state, due_at,
  * service_call_id): a seek to the cursor, then entries in order, index only (no table access).
+ * `LIMIT +@scanLimit`, as every bound LIMIT here: see sqlite-timer-statements.ts.
  */
 function scanBranch(state: string): string {
   return `

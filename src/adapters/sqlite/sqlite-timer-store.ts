@@ -71,7 +71,7 @@ export interface SqliteTimerStoreOptions {
 const NEXT_DUE_WALK = 64;
 
 // src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
-const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
+export const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
 
 /**
  * Opens (creating when missing) and migrates the timer database at `options.path` on the main

@@ -1,23 +1,15 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import type { ImportCounts, TimerTransfer, TransferRecord } from "../../app/transfer/timer-transfer.js";
 import type { Timer } from "../../domain/timer.js";
-import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerColumnValues } from "../storage/timer-columns.js";
-import {
-  PREFIX_CANCEL_SELECT,
-  timerFromRow,
-  transferTimerSelect,
-  type TransferPrefixCancelRow,
-  type TransferTimerRow,
-} from "../storage/transfer-rows.js";
+import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerColumnValues, timerSelectList } from "../storage/timer-columns.js";
+import { PREFIX_CANCEL_SELECT, timerFromRow, type TransferPrefixCancelRow, type TransferTimerRow } from "../storage/transfer-rows.js";
 import { prepareRaiseEarliest } from "./sqlite-timer-statements.js";
-
-// src/adapters/sqlite/ and dist/adapters/sqlite/ are both three levels below the package root.
-const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
+import { openSqliteConnection } from "./sqlite-connection.js";
+import { DEFAULT_MIGRATIONS_FOLDER } from "./sqlite-timer-store.js";
 
 /** A running service holds the write lock for one short transaction at a time: wait that out. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -41,13 +33,9 @@ const VALUES = TIMER_COLUMNS.map(() => "?").join(", ");
 export function openSqliteTimerTransfer(options: SqliteTimerTransferOptions): SqliteTimerTransfer {
   if (!options.create && !existsSync(options.path)) throw new Error(`no SQLite store at ${options.path} (TIMER_DB_PATH)`);
   mkdirSync(dirname(options.path), { recursive: true });
-  const db = new Database(options.path);
+  // The service's connection settings, with a longer wait for the write lock.
+  const db = openSqliteConnection(options.path, { busyTimeoutMs: BUSY_TIMEOUT_MS });
   try {
-    db.pragma("journal_mode = WAL");
-    db.pragma("synchronous = FULL");
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    // As on the service's connections: delete triggers also see rows a REPLACE removes.
-    db.pragma("recursive_triggers = ON");
     // As at service start: a file of an older release gets this release's columns first.
     migrate(drizzle({ client: db }), { migrationsFolder: options.migrationsFolder ?? DEFAULT_MIGRATIONS_FOLDER });
     return new SqliteTimerTransfer(db);
@@ -73,7 +61,7 @@ export class SqliteTimerTransfer implements TimerTransfer {
 
   constructor(db: Database.Database) {
     this.#db = db;
-    const timers = `SELECT ${transferTimerSelect(false)} FROM timer_schedules`;
+    const timers = `SELECT ${timerSelectList({ quote: false })} FROM timer_schedules`;
     // Key order is the primary key's (WITHOUT ROWID: the table is that b-tree), code points as in Postgres' "C".
     this.#allTimers = db.prepare(`${timers} ORDER BY tenant_id, service_call_id`);
     this.#tenantTimers = db.prepare(`${timers} WHERE tenant_id = ? ORDER BY tenant_id, service_call_id`);

@@ -1,15 +1,11 @@
 import type { Timer } from "../../domain/timer.js";
 import { parseRecurrence } from "../../domain/recurrence.js";
 import { deliveryOf } from "../delivery-columns.js";
-import { timerSelectList } from "./timer-columns.js";
 
 /**
  * The rows the transfer adapters read (CONTRACT §18), mapped as the stores map them, from the
  * shared column list, so that an export holds exactly what the store would fire.
  */
-
-/** A select list of every Timer member; `quote` for Postgres (it folds unquoted aliases). */
-export const transferTimerSelect = (quote: boolean): string => timerSelectList({ quote });
 
 /** A timer row with `repeat` and `delivery` still JSON text. */
 export type TransferTimerRow = Omit<Timer, "repeat" | "delivery"> & { repeat: string | null; delivery: string | null };

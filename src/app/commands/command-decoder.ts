@@ -24,7 +24,8 @@ import {
 } from "./command-envelope.schema.js";
 
 const MAX_COMMAND_BYTES = 64 * 1024;
-const MAX_DATA_BYTES = 16_384;
+/** The largest `payload.data`, as JSON (CONTRACT §2); an imported timer is held to it too. */
+export const MAX_DATA_BYTES = 16_384;
 /** Arrays and objects inside one another; deeper data breaks recursive JSON code in consumers. */
 export const MAX_DATA_DEPTH = 64;
 const DAY_MS = 86_400_000;

@@ -4,7 +4,7 @@ import type { ImportCounts, TimerTransfer, TransferCounts, TransferRecord } from
 import { decodeHeader, decodeRecord, TransferLineError } from "./transfer-lines.js";
 
 /** Lines per transaction: large enough to amortize a commit, small enough to bound memory and lock time. */
-export const IMPORT_BATCH_LINES = 1_000;
+const IMPORT_BATCH_LINES = 1_000;
 
 export interface ImportSummary extends ImportCounts {
   /** Lines read, the header included. */

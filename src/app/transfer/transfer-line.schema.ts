@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { parseInstant } from "../../domain/due-time.js";
 import { isCodePointText, isServiceCallId, isTenantId } from "../commands/command-text.js";
+import { MAX_DATA_BYTES } from "../commands/command-decoder.js";
+import { TIMER_STATES } from "../queries/timer-queries.js";
 import { MAX_RETRIES_LIMIT, MIN_BACKOFF_MS, MIN_COMPLETION_TIMEOUT_MS } from "../../domain/delivery-rules.js";
 
 /**
@@ -11,9 +13,6 @@ import { MAX_RETRIES_LIMIT, MIN_BACKOFF_MS, MIN_COMPLETION_TIMEOUT_MS } from "..
 
 export const EXPORT_FORMAT = "timer-service-export";
 export const EXPORT_VERSION = 1;
-
-/** `data` as the service keeps it (CONTRACT §2): JSON text of at most this many UTF-8 bytes. */
-const MAX_DATA_BYTES = 16_384;
 
 const INSTANT_PROBLEM = "must be an ISO 8601 date-time with an offset, like 2026-12-01T09:00:00.000Z";
 
@@ -61,8 +60,6 @@ const jsonText = z
     }
   }, 'must be the JSON text of the timer\'s data, like "{\\"invoice\\":42}"');
 
-export const TIMER_STATE_VALUES = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
-
 /** The stored `repeat` rule (recurrenceText's shape): interval or cron + zone, bounds, first occurrence. */
 const repeatSchema = z
   .strictObject({
@@ -90,7 +87,7 @@ export const timerLineSchema = z
     kind: z.literal("timer"),
     tenantId,
     serviceCallId,
-    state: z.enum(TIMER_STATE_VALUES, { error: `must be one of ${TIMER_STATE_VALUES.join(", ")}` }),
+    state: z.enum(TIMER_STATES, { error: `must be one of ${TIMER_STATES.join(", ")}` }),
     dueAt: instant.nullable(),
     generation: count(1, INT32_MAX),
     commandTs: count(0),
