@@ -18,6 +18,8 @@ interface Entry {
  */
 export class BypassLedger {
   private readonly entries = new Map<number, Entry>();
+  /** Each tenant's sequences: a round asks for up to a thousand tenants' `firstDue`, each reads its own. */
+  private readonly byTenant = new Map<string, Set<number>>();
 
   /** Whether the message at `seq` is to be left in the stream for now. */
   resting(seq: number, nowMs: number): boolean {
@@ -33,9 +35,8 @@ export class BypassLedger {
   /** The lowest sequence of `tenant`'s messages whose rest is over, if any: a read starts there again. */
   firstDue(tenant: string, nowMs: number): number | undefined {
     let first: number | undefined;
-    if (this.entries.size === 0) return first;
-    for (const [seq, entry] of this.entries) {
-      if (entry.tenant === tenant && entry.notBeforeMs <= nowMs && (first === undefined || seq < first)) first = seq;
+    for (const seq of this.byTenant.get(tenant) ?? []) {
+      if (this.entries.get(seq)!.notBeforeMs <= nowMs && (first === undefined || seq < first)) first = seq;
     }
     return first;
   }
@@ -43,24 +44,34 @@ export class BypassLedger {
   /** Handed over and left in the stream: hand it over again at `notBeforeMs` at the earliest. */
   left(consumer: string, tenant: string, seq: number, notBeforeMs: number): void {
     const handovers = this.deliveryCount(seq);
-    this.entries.delete(seq);
+    // Deleted first, so that the entry moves to the end of the eviction order.
+    this.removed(seq);
     this.entries.set(seq, { consumer, tenant, handovers, notBeforeMs });
-    if (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
+    const seqs = this.byTenant.get(tenant);
+    if (seqs === undefined) this.byTenant.set(tenant, new Set([seq]));
+    else seqs.add(seq);
+    if (this.entries.size > MAX_ENTRIES) this.removed(this.entries.keys().next().value!);
   }
 
   /** Removed from the stream: nothing to remember. */
   removed(seq: number): void {
+    const entry = this.entries.get(seq);
+    if (entry === undefined) return;
     this.entries.delete(seq);
+    const seqs = this.byTenant.get(entry.tenant)!;
+    seqs.delete(seq);
+    if (seqs.size === 0) this.byTenant.delete(entry.tenant);
   }
 
   /** The consumer delivered through `seq`: what the bypass left up to there is the consumer's now. */
   forgetThrough(consumer: string, seq: number): void {
-    for (const [entrySeq, entry] of this.entries) if (entry.consumer === consumer && entrySeq <= seq) this.entries.delete(entrySeq);
+    for (const [entrySeq, entry] of this.entries) if (entry.consumer === consumer && entrySeq <= seq) this.removed(entrySeq);
   }
 
   /** The stream was recreated: its sequence numbers mean other messages now. */
   clear(): void {
     this.entries.clear();
+    this.byTenant.clear();
   }
 
   get size(): number {

@@ -147,7 +147,7 @@ const EARLIEST_DUE_SQL = "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHE
  * entry; every write that may raise a tenant's earliest due time (a firing, a cancel, a later due
  * time, an import over a timer) calls this in its transaction, so the entries stay exact.
  */
-export function prepareRaiseEarliest(db: Database.Database): (tenantIds: Iterable<string>) => void {
+function prepareRaiseEarliest(db: Database.Database): (tenantIds: Iterable<string>) => void {
   const earliestDue = db.prepare<[string], { dueAtMs: number | null }>(EARLIEST_DUE_SQL);
   const setEarliest = db.prepare("UPDATE timer_due_tenants SET earliest_due_at = ? WHERE tenant_id = ?");
   const deleteDueTenant = db.prepare("DELETE FROM timer_due_tenants WHERE tenant_id = ?");

@@ -5,9 +5,9 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import type { ImportCounts, TimerTransfer, TransferRecord } from "../../app/transfer/timer-transfer.js";
 import type { Timer } from "../../domain/timer.js";
-import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerColumnValues, timerSelectList } from "../storage/timer-columns.js";
+import { timerColumnValues, timerSelectList } from "../storage/timer-columns.js";
 import { PREFIX_CANCEL_SELECT, timerFromRow, type TransferPrefixCancelRow, type TransferTimerRow } from "../storage/transfer-rows.js";
-import { prepareRaiseEarliest } from "./sqlite-timer-statements.js";
+import { prepareTimerStatements, type SqliteTimerStatements } from "./sqlite-timer-statements.js";
 import { openSqliteConnection } from "./sqlite-connection.js";
 import { DEFAULT_MIGRATIONS_FOLDER } from "./sqlite-timer-store.js";
 
@@ -21,8 +21,6 @@ export interface SqliteTimerTransferOptions {
   readonly create: boolean;
   readonly migrationsFolder?: string;
 }
-
-const VALUES = TIMER_COLUMNS.map(() => "?").join(", ");
 
 /**
  * Export and import on a SQLite file (CONTRACT §18), on a connection of its own: an export may run
@@ -53,11 +51,8 @@ export class SqliteTimerTransfer implements TimerTransfer {
   readonly #allPrefixCancels: Database.Statement<[], TransferPrefixCancelRow>;
   readonly #tenantPrefixCancels: Database.Statement<[string], TransferPrefixCancelRow>;
   readonly #timerCommandTs: Database.Statement<[string, string], { commandTs: number }>;
-  readonly #insertTimer: Database.Statement<unknown[]>;
-  readonly #updateTimer: Database.Statement<unknown[]>;
-  readonly #prefixCommandTs: Database.Statement<[string, string], { commandTs: number }>;
-  readonly #upsertPrefixCancel: Database.Statement<[string, string, number, number]>;
-  readonly #raiseEarliest: (tenantIds: Iterable<string>) => void;
+  /** The store's own write statements: an import writes as the service does. */
+  readonly #sql: SqliteTimerStatements;
 
   constructor(db: Database.Database) {
     this.#db = db;
@@ -69,21 +64,7 @@ export class SqliteTimerTransfer implements TimerTransfer {
     this.#allPrefixCancels = db.prepare(`${prefixCancels} ORDER BY tenant_id, service_call_id_prefix`);
     this.#tenantPrefixCancels = db.prepare(`${prefixCancels} WHERE tenant_id = ? ORDER BY tenant_id, service_call_id_prefix`);
     this.#timerCommandTs = db.prepare("SELECT command_ts AS commandTs FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?");
-    this.#insertTimer = db.prepare(`INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${VALUES})`);
-    // Through the upsert form, so that only the update triggers fire (no delete + insert).
-    this.#updateTimer = db.prepare(`
-      INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${VALUES})
-      ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET ${TIMER_VALUE_COLUMNS.map((c) => `${c} = excluded.${c}`).join(", ")}`);
-    this.#prefixCommandTs = db.prepare(
-      "SELECT command_ts AS commandTs FROM timer_prefix_cancels WHERE tenant_id = ? AND service_call_id_prefix = ?",
-    );
-    // progress_key '': the sweep (re)starts at the beginning of the prefix and cancels what it covers here.
-    this.#upsertPrefixCancel = db.prepare(`
-      INSERT INTO timer_prefix_cancels (tenant_id, service_call_id_prefix, command_ts, updated_at, progress_key)
-      VALUES (?, ?, ?, ?, '')
-      ON CONFLICT (tenant_id, service_call_id_prefix) DO UPDATE SET
-        command_ts = excluded.command_ts, updated_at = excluded.updated_at, progress_key = ''`);
-    this.#raiseEarliest = prepareRaiseEarliest(db);
+    this.#sql = prepareTimerStatements(db);
   }
 
   async *exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord> {
@@ -112,16 +93,17 @@ export class SqliteTimerTransfer implements TimerTransfer {
           if (outcome === "replaced") replacedOf.add(record.timer.tenantId);
         } else {
           const { tenantId, serviceCallIdPrefix, commandTs, recordedAtMs } = record.prefixCancel;
-          const stored = this.#prefixCommandTs.get(tenantId, serviceCallIdPrefix);
+          const stored = this.#sql.selectPrefixCancel.get({ tenantId, serviceCallIdPrefix });
           if (stored !== undefined && stored.commandTs >= commandTs) prefixCancels.kept++;
           else {
-            this.#upsertPrefixCancel.run(tenantId, serviceCallIdPrefix, commandTs, recordedAtMs);
+            // Its sweep (re)starts at the beginning of the prefix and cancels what it covers here.
+            this.#sql.upsertPrefixCancel.run({ tenantId, serviceCallIdPrefix, commandTs, nowMs: recordedAtMs });
             prefixCancels[stored === undefined ? "created" : "replaced"]++;
           }
         }
       }
       // A replaced timer may have been its tenant's earliest Scheduled one.
-      this.#raiseEarliest(replacedOf);
+      this.#sql.raiseEarliest(replacedOf);
       return { ...timers, prefixCancels };
     });
     // IMMEDIATE: the write lock is taken before the first read, so no reader-to-writer upgrade can fail busy.
@@ -131,7 +113,8 @@ export class SqliteTimerTransfer implements TimerTransfer {
   #importTimer(timer: Timer): "created" | "replaced" | "kept" {
     const stored = this.#timerCommandTs.get(timer.tenantId, timer.serviceCallId);
     if (stored !== undefined && stored.commandTs >= timer.commandTs) return "kept";
-    (stored === undefined ? this.#insertTimer : this.#updateTimer).run(timerColumnValues(timer));
+    // The upsert form over a stored timer: only the update triggers fire (no delete + insert).
+    (stored === undefined ? this.#sql.insertNew : this.#sql.upsert).run(timerColumnValues(timer));
     return stored === undefined ? "created" : "replaced";
   }
 

@@ -39,4 +39,33 @@ describe("BypassLedger", () => {
     expect(ledger.resting(1, 0)).toBe(false);
     expect(ledger.resting(10_050, 0)).toBe(true);
   });
+
+  it("when several tenants have entries, then each one's first due message is its own, also after some were forgotten", () => {
+    const ledger = new BypassLedger();
+    ledger.left("c", "t", 30, 1_000);
+    ledger.left("c", "u", 10, 1_000);
+    ledger.left("c", "t", 20, 5_000);
+    ledger.left("c", "u", 40, 1_000);
+
+    expect(ledger.firstDue("t", 1_000)).toBe(30);
+    expect(ledger.firstDue("t", 5_000)).toBe(20);
+    expect(ledger.firstDue("u", 1_000)).toBe(10);
+    expect(ledger.firstDue("v", 1_000)).toBeUndefined();
+
+    ledger.removed(10);
+    ledger.forgetThrough("c", 25);
+    expect(ledger.firstDue("u", 1_000)).toBe(40);
+    expect(ledger.firstDue("t", 5_000)).toBe(30);
+    ledger.clear();
+    expect(ledger.firstDue("t", 5_000)).toBeUndefined();
+  });
+
+  it("when the oldest entries are forgotten for room, then their tenant's first due message is no longer one of them", () => {
+    const ledger = new BypassLedger();
+    ledger.left("c", "early", 1, 0);
+    for (let seq = 2; seq <= 10_001; seq++) ledger.left("c", "t", seq, Number.POSITIVE_INFINITY);
+
+    expect(ledger.firstDue("early", 0)).toBeUndefined();
+    expect(ledger.size).toBe(10_000);
+  });
 });
