@@ -1,5 +1,6 @@
 import { JetStreamApiError, type ConsumerInfo, type JetStreamManager, type MsgRequest, type StoredMsg } from "@nats-io/jetstream";
 import type { Logger } from "../../app/logger.js";
+import { PollingLoop } from "../../app/polling-loop.js";
 import { tenantsWithin } from "./backlog-tenants.js";
 import { BypassLedger } from "./bypass-ledger.js";
 import { publishedSubject, sourceSubjects, tenantSubjects, type CommandSource } from "./command-partitions.js";
@@ -39,7 +40,7 @@ const WARN_EVERY_MS = 60_000;
  * command applied twice changes nothing the second time (CONTRACT §3.2), a rejection's event has
  * the same id, and removing a message already removed fails quietly.
  */
-export class JetStreamBacklogBypass {
+export class JetStreamBacklogBypass extends PollingLoop {
   private readonly ledger = new BypassLedger();
   /** Handed over and not yet settled and removed, by stream sequence. */
   private readonly inFlight = new Map<number, Promise<void>>();
@@ -47,9 +48,6 @@ export class JetStreamBacklogBypass {
   private readonly cursors = new Map<string, number>();
   /** When the stream was created: a recreated stream starts its sequences over, so the positions go. */
   private streamCreated: string | undefined;
-  private stopped = false;
-  private running: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
   private lastWarnMs = Number.NEGATIVE_INFINITY;
 
   constructor(
@@ -63,18 +61,13 @@ export class JetStreamBacklogBypass {
       readonly logger: Logger;
       readonly nowMs?: () => number;
     },
-  ) {}
-
-  start(): void {
-    if (this.running !== undefined || this.stopped) return;
-    this.running = this.loop().finally(() => (this.running = undefined));
+  ) {
+    super({ now: options.nowMs ?? Date.now }, IDLE_MS);
   }
 
   /** Stops reading; resolves once what was handed over is settled (the service's drain settles it). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    await this.running;
+  override async stop(): Promise<void> {
+    await super.stop();
     await this.settled();
   }
 
@@ -145,34 +138,20 @@ export class JetStreamBacklogBypass {
     return handed;
   }
 
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
-      try {
-        await this.round();
-      } catch (error) {
-        if (this.now() - this.lastWarnMs >= WARN_EVERY_MS) {
-          this.lastWarnMs = this.now();
-          this.options.logger.warn(
-            { err: error, stream: this.options.stream },
-            "backlog bypass round failed; commands wait in their consumer's turn",
-          );
-        }
+  /** One round, then the pause before the next; a failing round is logged (at most every WARN_EVERY_MS). */
+  protected async cycle(): Promise<number> {
+    try {
+      await this.round();
+    } catch (error) {
+      if (this.now() - this.lastWarnMs >= WARN_EVERY_MS) {
+        this.lastWarnMs = this.now();
+        this.options.logger.warn(
+          { err: error, stream: this.options.stream },
+          "backlog bypass round failed; commands wait in their consumer's turn",
+        );
       }
-      if (!this.stopped) await this.idle();
     }
-  }
-
-  private idle(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, IDLE_MS);
-      timer.unref();
-      this.wake = done;
-    });
+    return IDLE_MS;
   }
 
   /** The first message at or after `seq` on `subjects`, or null. */
