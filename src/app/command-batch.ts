@@ -169,3 +169,31 @@ export function decideSweepStep(batch: readonly Timer[], commandTs: number, limi
 export function firingOverriddenByPrefixCancel(prefixCancelTs: number | null, next: TimerAfterFiring): boolean {
   return next.state !== "Cancelled" && prefixCancelTs !== null && prefixCancelTs >= next.commandTs;
 }
+
+/** What the service reads of a timer a command decided on: its state and the instants its metrics and wake-ups need. */
+export type DecidedTimer = Pick<Timer, "state" | "dueAtMs" | "firedAtMs" | "completedAtMs" | "deadlineAtMs">;
+
+type WithDecidedTimers<D> = D extends unknown
+  ? Omit<D, "previous" | "next"> & { readonly previous: DecidedTimer | undefined; readonly next?: DecidedTimer }
+  : never;
+
+/**
+ * A command's decision as `applyCommands` reports it: a `CommandDecision` whose timers may be
+ * reduced to `DecidedTimer` (`appliedDecision`), so that a store deciding on another thread sends
+ * back only what is read of them.
+ */
+export type AppliedDecision = WithDecidedTimers<CommandDecision>;
+
+function decidedTimer({ state, dueAtMs, firedAtMs, completedAtMs, deadlineAtMs }: Timer): DecidedTimer {
+  return { state, dueAtMs, firedAtMs, completedAtMs, deadlineAtMs };
+}
+
+/** `decision` with its timers reduced to what the service reads of them: less to copy across threads. */
+export function appliedDecision(decision: CommandDecision): AppliedDecision {
+  const { previous, next } = decision;
+  return {
+    ...decision,
+    previous: previous === undefined ? undefined : decidedTimer(previous),
+    next: next === undefined ? undefined : decidedTimer(next),
+  };
+}

@@ -4,7 +4,7 @@ import type { CommandDecision } from "../domain/command-rules.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
 import type { DeadlineTimer, TimerAfterDeadline } from "../domain/delivery-rules.js";
 import type { PrefixCancel } from "../domain/prefix-cancel.js";
-import type { DecideRules } from "./command-batch.js";
+import type { AppliedDecision, DecideRules } from "./command-batch.js";
 
 /**
  * What firing a timer needs of it: its key and version, due time, the content its event carries, its
@@ -106,7 +106,7 @@ export interface TimerStore {
    * once they are committed. A store shared by several instances makes concurrent calls end as some
    * sequential order would.
    */
-  applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]>;
+  applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<AppliedDecision[]>;
 
   /**
    * Claims up to `limit` `Scheduled` timers with `dueAtMs <= nowMs` on which no other owner holds a

@@ -1,4 +1,4 @@
-import { isClosedToCommands, type Timer } from "./timer.js";
+import { isClosedToCommands, type Timer, type TimerState } from "./timer.js";
 import { sameRecurrence } from "./recurrence.js";
 import { decideReport, type DeliveryPolicy } from "./delivery-rules.js";
 import { decideRetry } from "./retry-timer-rules.js";
@@ -234,7 +234,10 @@ export function withinPendingQuota(decision: CommandDecision, pending: number, m
   return { outcome: "refused", previous: decision.previous, code: "QUOTA_EXCEEDED" };
 }
 
-export function scheduledDelta(decision: CommandDecision): number {
+export function scheduledDelta(decision: {
+  readonly previous?: { readonly state: TimerState } | undefined;
+  readonly next?: { readonly state: TimerState } | undefined;
+}): number {
   if (decision.next === undefined) return 0;
   const before = decision.previous?.state === "Scheduled" ? 1 : 0;
   const after = decision.next.state === "Scheduled" ? 1 : 0;

@@ -56,6 +56,23 @@ describe("SQLite writer thread", () => {
     expect(await store.get({ tenantId: "acme", serviceCallId: "a" })).toMatchObject({ state: "Cancelled", commandTs: 2 });
   });
 
+  it("when a batch is applied, then its decisions come back with only what the service reads of their timers", async () => {
+    const store = await openSqliteTimerStore({ path });
+    cleanups.push(() => store.close());
+    await store.applyCommands([schedule("a")], { nowMs: NOW });
+
+    const [decision] = await store.applyCommands([{ ...schedule("a"), dueAtMs: NOW + 1, data: "payload", timestampMs: 2 }], { nowMs: NOW });
+
+    // The reply crosses from the writer thread: the payload and the other columns stay behind.
+    expect(Object.keys(decision!.previous!).sort()).toEqual(["completedAtMs", "deadlineAtMs", "dueAtMs", "firedAtMs", "state"]);
+    expect(decision).toMatchObject({
+      outcome: "accepted",
+      previous: { state: "Scheduled", dueAtMs: NOW },
+      next: { state: "Scheduled", dueAtMs: NOW + 1 },
+    });
+    expect(decision!.next).not.toHaveProperty("data");
+  });
+
   it("when another connection holds the write lock, then a write fails with SQLite's busy code", async () => {
     const thread = await start();
     const other = new Database(path);

@@ -278,9 +278,13 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
       });
 
       it("when decisions are returned, then they are in command order", async () => {
-        const decisions = await apply(schedule("b", NOW), schedule("a", NOW), cancel("c"));
+        const decisions = await apply(schedule("b", NOW + 2), schedule("a", NOW + 1), cancel("c"));
 
-        expect(decisions.map((d) => d.next?.serviceCallId)).toEqual(["b", "a", "c"]);
+        expect(decisions.map((d) => [d.next?.state, d.next?.dueAtMs])).toEqual([
+          ["Scheduled", NOW + 2],
+          ["Scheduled", NOW + 1],
+          ["Cancelled", null],
+        ]);
       });
 
       it("when a decision is ignored without next, then nothing is written", async () => {
@@ -295,7 +299,8 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
           retentionMs: 1_000,
         });
 
-        expect(stale[0]).toEqual({ outcome: "ignored", previous: before });
+        expect(stale[0]).toMatchObject({ outcome: "ignored", previous: { state: "Scheduled", dueAtMs: NOW + 100 } });
+        expect(stale[0]?.next).toBeUndefined();
         expect(beyond).toEqual([{ outcome: "ignored", previous: undefined }]);
         expect(await store.get(key("call-1"))).toEqual(before);
         expect(await store.get(key("call-2"))).toBeUndefined();

@@ -14,7 +14,7 @@ import type {
   PrefixCancelSweep,
   TimerStore,
 } from "../../app/timer-store.js";
-import type { DecideRules } from "../../app/command-batch.js";
+import type { AppliedDecision, DecideRules } from "../../app/command-batch.js";
 import type { TimerRetention } from "../../app/retention/timer-retention.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { deliveryOf, withoutUnsetTrace } from "../delivery-columns.js";
@@ -146,7 +146,7 @@ export class SqliteTimerStore implements TimerStore {
     this.#prefixIndex = new PrefixCancelIndex(this.#sql.selectPrefixCancels.all());
   }
 
-  async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
+  async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<AppliedDecision[]> {
     const { decisions, cancels } = await this.#write(this.#writer.request("applyCommands", [commands, rules, this.#clock.now()]));
     for (const cancel of cancels) this.#prefixIndex.add(cancel);
     return decisions;

@@ -1,7 +1,13 @@
 import type Database from "better-sqlite3";
 import type { DeadlineRecord, Firing } from "../../app/timer-store.js";
-import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel, quotaTenants } from "../../app/command-batch.js";
-import type { DecideRules } from "../../app/command-batch.js";
+import {
+  appliedDecision,
+  decideCommandBatch,
+  decideSweepStep,
+  firingOverriddenByPrefixCancel,
+  quotaTenants,
+} from "../../app/command-batch.js";
+import type { AppliedDecision, DecideRules } from "../../app/command-batch.js";
 import type { TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/command-rules.js";
@@ -11,9 +17,12 @@ import { timerColumnValues } from "../storage/timer-columns.js";
 import { SqliteTimerRetention } from "./sqlite-timer-retention.js";
 import { prepareTimerStatements, timerOf, type PrefixCancelKey } from "./sqlite-timer-statements.js";
 
-/** What a command batch made: the decisions, and the prefix cancels it recorded (for the reads' index). */
+/**
+ * What a command batch made: the decisions (their timers reduced to what the service reads: the
+ * reply crosses to the main thread), and the prefix cancels it recorded (for the reads' index).
+ */
 export interface AppliedBatch {
-  readonly decisions: CommandDecision[];
+  readonly decisions: AppliedDecision[];
   readonly cancels: PrefixCancel[];
 }
 
@@ -79,7 +88,7 @@ export class SqliteWriter {
       for (const timer of batch.changed) sql.upsert.run(timerColumnValues(timer));
       for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
       sql.raiseEarliest(tenantsWithEarliestRaised(batch.decisions));
-      return { decisions: batch.decisions, cancels: batch.cancels };
+      return { decisions: batch.decisions.map(appliedDecision), cancels: batch.cancels };
     }).immediate;
 
     this.#sweep = db.transaction((prefix: PrefixCancelKey, limit: number, nowMs: number) => {

@@ -1,4 +1,5 @@
-import { scheduledDelta, type CommandDecision } from "../../domain/command-rules.js";
+import { scheduledDelta } from "../../domain/command-rules.js";
+import type { AppliedDecision } from "../command-batch.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandRejected } from "../timer-event-publisher.js";
 import type { Clock } from "../clock.js";
@@ -26,7 +27,7 @@ const ACK: CommandSettlement = { kind: "ack" };
 
 /** A batch's place in the order of applies (TimerCommandProcessor.applyTurn). */
 interface ApplyTurn {
-  readonly apply: (commands: TimerCommand[]) => Promise<CommandDecision[] | undefined>;
+  readonly apply: (commands: TimerCommand[]) => Promise<AppliedDecision[] | undefined>;
   readonly end: () => void;
 }
 /** Decoding between two turns of the event loop. */
@@ -231,9 +232,9 @@ export class TimerCommandProcessor {
   }
 
   /** Commits the commands; undefined when storage failed (nothing was committed). */
-  private async applyNow(commands: TimerCommand[]): Promise<CommandDecision[] | undefined> {
+  private async applyNow(commands: TimerCommand[]): Promise<AppliedDecision[] | undefined> {
     const { store, clock, metrics, logger } = this.deps;
-    let decisions: CommandDecision[];
+    let decisions: AppliedDecision[];
     try {
       // The rules travel with the batch: the store decides where it writes (command-batch.ts).
       decisions = await store.applyCommands(commands, {
@@ -260,7 +261,7 @@ export class TimerCommandProcessor {
   }
 
   /** Counts the deliveries reports ended (CONTRACT §11 metrics) and announces retry deadlines. */
-  private countReports(decisions: readonly CommandDecision[]): void {
+  private countReports(decisions: readonly AppliedDecision[]): void {
     const durations: number[] = [];
     let failed = 0;
     for (const { previous, next } of decisions) {
