@@ -1,4 +1,4 @@
-import { setImmediate } from "node:timers";
+import { setImmediate, setTimeout } from "node:timers";
 import { parentPort, workerData } from "node:worker_threads";
 import type { Firing } from "../../app/timer-store.js";
 import { openSqliteConnection, type SqliteConnectionOptions } from "./sqlite-connection.js";
@@ -9,22 +9,34 @@ import type { WriterReply, WriterRequest } from "./sqlite-writer-protocol.js";
  * The writer thread: every write to the SQLite file runs here, one request at a time in arrival
  * order (that order is the order of the main thread's calls), so that the event loop of the main
  * thread never waits for a commit (its pages, its fsync). A command batch is decided here, inside
- * its transaction. Firing records queued back to back share one transaction.
+ * its transaction. Firing records queued back to back share one transaction (gathered for a few
+ * milliseconds during a burst).
  */
 const { path, ...connection } = workerData as SqliteConnectionOptions & { readonly path: string };
 const port = parentPort!;
 const writer = new SqliteWriter(openSqliteConnection(path, connection));
 
+/**
+ * While timers fire in a burst, a firing record that finds the queue idle waits this long for the
+ * records of the other polls in flight, which come a few milliseconds apart: a fair poll takes a
+ * timer or two of each tenant, and one transaction for several polls dirties each tenant's index
+ * pages once instead of once per poll (docs/benchmarks.md, "The fire path with many tenants").
+ */
+const BURST_GATHER_MS = 3;
+/** A firing record this soon after the last one is part of a burst; an isolated one is written at once. */
+const BURST_GAP_MS = 50;
+
 const queue: WriterRequest[] = [];
 let draining = false;
+let lastFiringsAtMs = Number.NEGATIVE_INFINITY;
 
 port.on("message", (request: WriterRequest) => {
   queue.push(request);
+  if (draining) return;
+  draining = true;
+  if (request.op === "recordFirings" && performance.now() - lastFiringsAtMs < BURST_GAP_MS) setTimeout(drain, BURST_GATHER_MS);
   // At the end of the turn: the messages that arrived during a commit are all queued by then.
-  if (!draining) {
-    draining = true;
-    setImmediate(drain);
-  }
+  else setImmediate(drain);
 });
 port.postMessage({ ready: true });
 
@@ -46,6 +58,7 @@ function recordFirings(requests: readonly WriterRequest[]): void {
     // Each request carries its calls (the main thread sends one); each gets its own part of the result.
     const calls = requests.map((request) => request.args[0] as readonly (readonly Firing[])[]);
     const recorded = writer.recordFirings(calls.length === 1 ? calls[0]! : calls.flat());
+    lastFiringsAtMs = performance.now();
     let offset = 0;
     requests.forEach((request, i) => {
       reply({ id: request.id, result: recorded.slice(offset, offset + calls[i]!.length) });
