@@ -173,8 +173,12 @@ export function firingOverriddenByPrefixCancel(prefixCancelTs: number | null, ne
 /** What the service reads of a timer a command decided on: its state and the instants its metrics and wake-ups need. */
 export type DecidedTimer = Pick<Timer, "state" | "dueAtMs" | "firedAtMs" | "completedAtMs" | "deadlineAtMs">;
 
-type WithDecidedTimers<D> = D extends unknown
-  ? Omit<D, "previous" | "next"> & { readonly previous: DecidedTimer | undefined; readonly next?: DecidedTimer }
+/** `D` with its timers as `DecidedTimer`s; a decision that never has `next` (refused) still has none. */
+type WithDecidedTimers<D> = D extends { readonly next?: infer Next }
+  ? Omit<D, "previous" | "next"> & {
+      readonly previous: DecidedTimer | undefined;
+      readonly next?: Next extends Timer ? DecidedTimer : undefined;
+    }
   : never;
 
 /**
@@ -190,10 +194,8 @@ function decidedTimer({ state, dueAtMs, firedAtMs, completedAtMs, deadlineAtMs }
 
 /** `decision` with its timers reduced to what the service reads of them: less to copy across threads. */
 export function appliedDecision(decision: CommandDecision): AppliedDecision {
-  const { previous, next } = decision;
-  return {
-    ...decision,
-    previous: previous === undefined ? undefined : decidedTimer(previous),
-    next: next === undefined ? undefined : decidedTimer(next),
-  };
+  const previous = decision.previous === undefined ? undefined : decidedTimer(decision.previous);
+  if (decision.outcome === "refused") return { ...decision, previous };
+  const { next } = decision;
+  return { ...decision, previous, next: next === undefined ? undefined : decidedTimer(next) };
 }

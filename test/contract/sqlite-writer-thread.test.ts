@@ -56,6 +56,30 @@ describe("SQLite writer thread", () => {
     expect(await store.get({ tenantId: "acme", serviceCallId: "a" })).toMatchObject({ state: "Cancelled", commandTs: 2 });
   });
 
+  it("when a command batch follows a firing record during a burst, then the record's wait ends and both are answered in call order", async () => {
+    const store = await openSqliteTimerStore({ path });
+    cleanups.push(() => store.close());
+    await store.applyCommands([schedule("a"), schedule("b"), schedule("c")], { nowMs: NOW });
+    const firing = async (serviceCallId: string) => {
+      const { generation } = (await store.get({ tenantId: "acme", serviceCallId }))!;
+      const next = { state: "Reached" as const, dueAtMs: NOW, occurrence: 1, reachedAtMs: NOW, commandTs: 1, updatedAtMs: NOW };
+      return { tenantId: "acme", serviceCallId, dueAtMs: NOW, generation, next };
+    };
+    const [a, b] = [await firing("a"), await firing("b")];
+    await store.recordFirings([a]); // the next record is part of a burst: it waits for others
+    const answered: string[] = [];
+
+    const record = store.recordFirings([b]).then(() => answered.push("record"));
+    const cancel = store
+      .applyCommands([{ kind: "cancel", tenantId: "acme", serviceCallId: "c", correlationId: null, timestampMs: 2 }], { nowMs: NOW })
+      .then(() => answered.push("cancel"));
+    await Promise.all([record, cancel]);
+
+    expect(answered).toEqual(["record", "cancel"]);
+    expect(await store.get({ tenantId: "acme", serviceCallId: "b" })).toMatchObject({ state: "Reached" });
+    expect(await store.get({ tenantId: "acme", serviceCallId: "c" })).toMatchObject({ state: "Cancelled" });
+  });
+
   it("when a batch is applied, then its decisions come back with only what the service reads of their timers", async () => {
     const store = await openSqliteTimerStore({ path });
     cleanups.push(() => store.close());

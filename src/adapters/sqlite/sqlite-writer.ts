@@ -65,7 +65,11 @@ export class SqliteWriter {
    * it once the batch has committed.
    */
   readonly #prefixIndex: PrefixCancelIndex;
-  readonly #apply: (commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number) => AppliedBatch;
+  readonly #apply: (
+    commands: readonly TimerCommand[],
+    rules: DecideRules,
+    recordedAtMs: number,
+  ) => { readonly decisions: CommandDecision[]; readonly cancels: PrefixCancel[] };
   readonly #sweep: (prefix: PrefixCancelKey, limit: number, nowMs: number) => { decisions: CommandDecision[]; done: boolean };
   readonly #recordFirings: (firings: readonly Firing[]) => boolean[];
   readonly #recordDeadlines: (records: readonly DeadlineRecord[]) => TimerKey[];
@@ -76,7 +80,7 @@ export class SqliteWriter {
     this.#retention = new SqliteTimerRetention(db);
     this.#prefixIndex = new PrefixCancelIndex(sql.selectPrefixCancels.all());
 
-    this.#apply = db.transaction((commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number): AppliedBatch => {
+    this.#apply = db.transaction((commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number) => {
       const tenants = quotaTenants(commands, rules);
       const batch = decideCommandBatch(commands, rules, {
         prefixIndex: this.#prefixIndex,
@@ -88,7 +92,7 @@ export class SqliteWriter {
       for (const timer of batch.changed) sql.upsert.run(timerColumnValues(timer));
       for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
       sql.raiseEarliest(tenantsWithEarliestRaised(batch.decisions));
-      return { decisions: batch.decisions.map(appliedDecision), cancels: batch.cancels };
+      return { decisions: batch.decisions, cancels: batch.cancels };
     }).immediate;
 
     this.#sweep = db.transaction((prefix: PrefixCancelKey, limit: number, nowMs: number) => {
@@ -173,9 +177,10 @@ export class SqliteWriter {
 
   /** TimerStore.applyCommands, decided here; `recordedAtMs` stamps the prefix cancels it records. */
   applyCommands(commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number): AppliedBatch {
-    const applied = this.#apply(commands, rules, recordedAtMs);
-    for (const cancel of applied.cancels) this.#prefixIndex.add(cancel);
-    return applied;
+    const { decisions, cancels } = this.#apply(commands, rules, recordedAtMs);
+    for (const cancel of cancels) this.#prefixIndex.add(cancel);
+    // After the commit: the write lock is not held for the copying.
+    return { decisions: decisions.map(appliedDecision), cancels };
   }
 
   sweepPrefixCancel(prefix: PrefixCancelKey, limit: number, nowMs: number): { decisions: CommandDecision[]; done: boolean } {

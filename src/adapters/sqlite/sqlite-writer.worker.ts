@@ -20,7 +20,8 @@ const writer = new SqliteWriter(openSqliteConnection(path, connection));
  * While timers fire in a burst, a firing record that finds the queue idle waits this long for the
  * records of the other polls in flight, which come a few milliseconds apart: a fair poll takes a
  * timer or two of each tenant, and one transaction for several polls dirties each tenant's index
- * pages once instead of once per poll (docs/benchmarks.md, "The fire path with many tenants").
+ * pages once instead of once per poll (docs/benchmarks.md, "The fire path with many tenants"). Its
+ * events are out already (publish, then record): the wait delays the record, not the firing.
  */
 const BURST_GATHER_MS = 3;
 /** A firing record this soon after the last one is part of a burst; an isolated one is written at once. */
@@ -29,18 +30,30 @@ const BURST_GAP_MS = 50;
 const queue: WriterRequest[] = [];
 let draining = false;
 let lastFiringsAtMs = Number.NEGATIVE_INFINITY;
+/** The wait of a firing record for others, while it lasts. */
+let gathering: NodeJS.Timeout | undefined;
 
 port.on("message", (request: WriterRequest) => {
   queue.push(request);
-  if (draining) return;
+  const firing = request.op === "recordFirings";
+  if (draining) {
+    // Anything else (a command batch, a close) does not wait for records: the queue goes now.
+    if (gathering !== undefined && !firing) {
+      clearTimeout(gathering);
+      gathering = undefined;
+      setImmediate(drain);
+    }
+    return;
+  }
   draining = true;
-  if (request.op === "recordFirings" && performance.now() - lastFiringsAtMs < BURST_GAP_MS) setTimeout(drain, BURST_GATHER_MS);
+  if (firing && performance.now() - lastFiringsAtMs < BURST_GAP_MS) gathering = setTimeout(drain, BURST_GATHER_MS);
   // At the end of the turn: the messages that arrived during a commit are all queued by then.
   else setImmediate(drain);
 });
 port.postMessage({ ready: true });
 
 function drain(): void {
+  gathering = undefined;
   while (queue.length > 0) {
     if (queue[0]!.op === "recordFirings") {
       let count = 1;
