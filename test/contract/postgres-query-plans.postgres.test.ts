@@ -1,11 +1,11 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
 import { openPostgresTimerStore, type PostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
 import * as q from "../../src/adapters/postgres/timer-schedules.sql.js";
 import type { DecideRules } from "../../src/app/command-batch.js";
 import type { KeyCommand } from "../../src/domain/timer-command.js";
 import { dropSchema, TEST_DATABASE_URL, uniqueSchema } from "../support/test-postgres.js";
+import { explain, planNodes, planningPool, scansOfTimers, type PlanNode } from "../support/postgres-plans.js";
 
 // The plans the store's hot statements get right after a bulk insert, before autovacuum has
 // analyzed the table: the moment a burst of timers all due at once meets statistics that say no
@@ -15,24 +15,6 @@ const NOW = 1_764_108_000_000;
 const TIMERS = 20_000;
 const BATCH = 100;
 const decide: DecideRules = { nowMs: NOW };
-
-interface PlanNode {
-  readonly "Node Type": string;
-  readonly "Relation Name"?: string;
-  readonly "Index Name"?: string;
-  readonly Plans?: readonly PlanNode[];
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
-
-/** Every scan of timer_schedules, as "Node Type[ index]". */
-function scansOfTimers(plan: PlanNode): string[] {
-  return nodes(plan)
-    .filter((node) => node["Relation Name"] === "timer_schedules" && node["Node Type"].endsWith("Scan"))
-    .map((node) => [node["Node Type"], node["Index Name"]].filter(Boolean).join(" "));
-}
 
 let store: PostgresTimerStore;
 let pool: pg.Pool;
@@ -45,8 +27,7 @@ async function plans(text: string, values: unknown[]): Promise<PlanNode[]> {
   const found: PlanNode[] = [];
   for (const mode of ["force_custom_plan", "force_generic_plan"]) {
     await pool.query(`SET plan_cache_mode = ${mode}`);
-    const { rows } = await pool.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>({ text: `EXPLAIN (FORMAT JSON) ${text}`, values });
-    found.push(rows[0]!["QUERY PLAN"][0].Plan);
+    found.push(await explain(pool, text, values));
   }
   return found;
 }
@@ -55,14 +36,7 @@ const keys = Array.from({ length: BATCH }, (_, i) => `call-${String(i * 97).padS
 
 beforeAll(async () => {
   store = await openPostgresTimerStore({ url: TEST_DATABASE_URL, schema: SCHEMA, maxConnections: 2 });
-  pool = createPostgresPool({
-    url: TEST_DATABASE_URL,
-    schema: SCHEMA,
-    maxConnections: 1,
-    timeoutMs: 5_000,
-    onIdleError: () => {},
-  });
-  await pool.query("ALTER TABLE timer_schedules SET (autovacuum_enabled = false)");
+  pool = await planningPool(SCHEMA, 5_000);
   const commands: KeyCommand[] = Array.from({ length: TIMERS }, (_, i) => ({
     kind: "schedule",
     tenantId: "acme",
@@ -156,7 +130,7 @@ describe("Postgres plans with statistics older than a bulk insert", () => {
     const release = await plans(q.RELEASE_CLAIMS, ["owner-a", keys.map(() => "acme"), keys]);
 
     for (const batchPlan of [...record, ...lock, ...deadlines, ...release]) {
-      const joins = nodes(batchPlan).filter((node) => node["Node Type"].endsWith("Join") || node["Node Type"] === "Nested Loop");
+      const joins = planNodes(batchPlan).filter((node) => node["Node Type"].endsWith("Join") || node["Node Type"] === "Nested Loop");
       expect(joins.map((node) => node["Node Type"]).filter((type) => type !== "Nested Loop")).toEqual([]);
       expect(scansOfTimers(batchPlan).filter((scan) => !scan.endsWith("_pk"))).toEqual([]);
     }

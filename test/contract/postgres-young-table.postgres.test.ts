@@ -1,10 +1,10 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
 import { openPostgresTimerStore, type PostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
 import * as q from "../../src/adapters/postgres/timer-schedules.sql.js";
 import type { KeyCommand } from "../../src/domain/timer-command.js";
 import { dropSchema, TEST_DATABASE_URL, uniqueSchema } from "../support/test-postgres.js";
+import { explain, planningPool, scansOfTimers } from "../support/postgres-plans.js";
 
 // A store that starts on an empty table and then takes a flood: its statements are first planned
 // while the table has no rows and no statistics, and must not keep the plans that suited it then.
@@ -13,20 +13,6 @@ const SCHEMA = uniqueSchema("plancache");
 const GROWING = uniqueSchema("growing");
 const NOW = 1_764_108_000_000;
 const NAME = "timer-select-for-update";
-
-interface PlanNode {
-  readonly "Node Type": string;
-  readonly "Relation Name"?: string;
-  readonly "Index Name"?: string;
-  readonly Plans?: readonly PlanNode[];
-}
-
-function scansOfTimers(plan: PlanNode): string[] {
-  const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-  return nodes(plan)
-    .filter((node) => node["Relation Name"] === "timer_schedules" && node["Node Type"].endsWith("Scan"))
-    .map((node) => [node["Node Type"], node["Index Name"]].filter(Boolean).join(" "));
-}
 
 function schedule(serviceCallId: string, tenantId = "acme"): KeyCommand {
   return { kind: "schedule", tenantId, serviceCallId, dueAtMs: NOW + 3_600_000, data: null, correlationId: null, timestampMs: 1 };
@@ -37,28 +23,14 @@ let pool: pg.Pool;
 let growing: PostgresTimerStore;
 let growingPool: pg.Pool;
 
-function explain(on: pg.Pool, text: string, values: unknown[]): Promise<PlanNode> {
-  return on
-    .query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>({ text: `EXPLAIN (FORMAT JSON) ${text}`, values })
-    .then(({ rows }) => rows[0]!["QUERY PLAN"][0].Plan);
-}
-
 beforeAll(async () => {
   store = await openPostgresTimerStore({ url: TEST_DATABASE_URL, schema: SCHEMA, maxConnections: 1 });
-  // The store's own connection settings, on one connection, so that its prepared statements are seen.
-  pool = createPostgresPool({ url: TEST_DATABASE_URL, schema: SCHEMA, maxConnections: 1, timeoutMs: 10_000, onIdleError: () => {} });
-  await pool.query("ALTER TABLE timer_schedules SET (autovacuum_enabled = false)");
+  // One connection, so that its prepared statements are seen.
+  pool = await planningPool(SCHEMA, 10_000);
   await pool.query("ANALYZE timer_schedules");
 
   growing = await openPostgresTimerStore({ url: TEST_DATABASE_URL, schema: GROWING, maxConnections: 2 });
-  growingPool = createPostgresPool({
-    url: TEST_DATABASE_URL,
-    schema: GROWING,
-    maxConnections: 1,
-    timeoutMs: 10_000,
-    onIdleError: () => {},
-  });
-  await growingPool.query("ALTER TABLE timer_schedules SET (autovacuum_enabled = false)");
+  growingPool = await planningPool(GROWING, 10_000);
 }, 60_000);
 
 afterAll(async () => {
@@ -90,10 +62,8 @@ describe("Postgres plans of a store that started empty", () => {
     );
     expect(prepared).toEqual([{ generic_plans: 0, custom_plans: 9 }]);
     // EXECUTE takes no bind parameters: the keys as array literals.
-    const { rows } = await pool.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(
-      `EXPLAIN (FORMAT JSON) EXECUTE "${NAME}"('{acme,acme,acme}', '{${keys.join(",")}}')`,
-    );
-    expect(scansOfTimers(rows[0]!["QUERY PLAN"][0].Plan)).toEqual(["Index Scan timer_schedules_tenant_id_service_call_id_pk"]);
+    const plan = await explain(pool, `EXECUTE "${NAME}"('{acme,acme,acme}', '{${keys.join(",")}}')`);
+    expect(scansOfTimers(plan)).toEqual(["Index Scan timer_schedules_tenant_id_service_call_id_pk"]);
   });
 });
 

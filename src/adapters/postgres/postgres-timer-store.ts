@@ -31,7 +31,6 @@ import { checkWritable } from "./postgres-write-probe.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
 import { commandKeys, decideCommandBatch, decideSweepStep, quotaTenants, type DecideRules } from "../../app/command-batch.js";
-import { TIMER_COLUMNS } from "../storage/timer-columns.js";
 
 export interface PostgresTimerStoreOptions {
   /** `postgres://user:pass@host:port/db`; never logged (it may hold a password). */
@@ -231,7 +230,7 @@ export class PostgresTimerStore implements TimerStore {
     const { rows } = await client.query<{ written: number }>({
       name: "timer-upsert-decisions",
       text: q.UPSERT_DECISIONS,
-      values: [...TIMER_COLUMNS.map(({ value }) => timers.map(value)), timers.map((t) => existed.has(timerKeyString(t)))],
+      values: [...q.timerColumnArrays(timers), timers.map((t) => existed.has(timerKeyString(t)))],
     });
     if (rows[0]?.written !== timers.length) throw new ConcurrentInsertError();
   }

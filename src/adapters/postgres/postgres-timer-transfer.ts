@@ -4,7 +4,7 @@ import { comparePrefixCancelKeys, compareTimerKeys } from "../../domain/code-poi
 import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerSelectList } from "../storage/timer-columns.js";
 import { PREFIX_CANCEL_SELECT, timerFromRow, type TransferPrefixCancelRow, type TransferTimerRow } from "../storage/transfer-rows.js";
 import { checkOut, createPostgresPool } from "./postgres-pool.js";
-import { ARRAY_TYPES } from "./timer-schedules.sql.js";
+import { ARRAY_TYPES, timerColumnArrays } from "./timer-schedules.sql.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { GrowthAnalyzer } from "./growth-analyzer.js";
 import { lowerDueTenants } from "./due-tenant-bounds.js";
@@ -125,15 +125,7 @@ export class PostgresTimerTransfer implements TimerTransfer {
     let failed = false;
     try {
       await client.query("BEGIN");
-      const written =
-        timers.length === 0
-          ? []
-          : (
-              await client.query<{ created: boolean }>(
-                IMPORT_TIMERS,
-                TIMER_COLUMNS.map(({ value }) => timers.map(value)),
-              )
-            ).rows;
+      const written = timers.length === 0 ? [] : (await client.query<{ created: boolean }>(IMPORT_TIMERS, timerColumnArrays(timers))).rows;
       await lowerDueTenants(client, timers);
       const writtenCancels =
         cancels.length === 0

@@ -1,3 +1,4 @@
+import type { Timer } from "../../domain/timer.js";
 import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerSelectList } from "../storage/timer-columns.js";
 
 /**
@@ -9,6 +10,11 @@ import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerSelectList
 
 // Aliased to the field names of Timer, so a row is a Timer but for the text of `repeat` and `delivery`.
 const TIMER_SELECT = timerSelectList({ quote: true });
+
+/** The parameters of an unnested write: one array per column, in TIMER_COLUMNS order (types: ARRAY_TYPES). */
+export function timerColumnArrays(timers: readonly Timer[]): unknown[][] {
+  return TIMER_COLUMNS.map(({ value }) => timers.map(value));
+}
 
 /** The Postgres type of each column's array parameter (UPSERT_DECISIONS, the import). */
 export const ARRAY_TYPES: Readonly<Record<string, string>> = {
