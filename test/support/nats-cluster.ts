@@ -155,9 +155,10 @@ export class NatsCluster {
   /**
    * Waits until a stream with a replica on every node can be placed: the meta leader answers account
    * info before it has heard from every peer, and until then it refuses such a stream ("no suitable
-   * peers for placement"). A probe stream is added and deleted.
+   * peers for placement"). A probe stream is added and deleted. On a loaded 2-core host that took
+   * more than 30 s once in a CI run (every node already answering JetStream): hence a minute.
    */
-  async waitUntilPlacement(timeoutMs = 30_000): Promise<void> {
+  async waitUntilPlacement(timeoutMs = 60_000): Promise<void> {
     const connection = await connect({ servers: this.nodes.map((node) => node.url), timeout: 2_000 });
     try {
       const jsm = await jetstreamManager(connection, { timeout: 2_000 });
