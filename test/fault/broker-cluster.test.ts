@@ -51,7 +51,7 @@ describe("clustered broker with R3 streams", () => {
     // The producer knows every node, so that stopping the one it is on only moves it.
     client = await TimerClient.connect(cluster.nodes.map((node) => node.url));
     jsm = await jetstreamManager(client.connection, { timeout: 5_000 });
-  }, 90_000);
+  }, 180_000); // a cluster that does not form is started again (NatsCluster.start)
 
   afterAll(async () => {
     await reader?.close();

@@ -58,5 +58,5 @@ describe("EventStreamReader on a cluster", () => {
 
     await reader.waitUntil(() => reader!.events.length === 20, 30_000, "all 20 events read");
     expect(reader.events.map((event) => event.serviceCallId)).toEqual(Array.from({ length: 20 }, (_, i) => `c${i}`));
-  });
+  }, 180_000); // a cluster that does not form is started again (NatsCluster.start)
 });

@@ -35,6 +35,11 @@ export class NatsClusterNode {
     return this.child !== undefined;
   }
 
+  /** The end of what the process wrote to stderr (its log), for a failure's message. */
+  get log(): string {
+    return this.stderr;
+  }
+
   /** Starts the process; resolves once it listens for clients (JetStream may still be electing). */
   async start(): Promise<void> {
     if (this.child !== undefined) throw new Error(`${this.name} is already running`);
@@ -89,32 +94,29 @@ export class NatsCluster {
     return this.nodes.map((node) => node.url).join(",");
   }
 
-  /** Starts `size` nodes (default 3) and waits until JetStream answers through each of them. */
-  static async start(size = 3): Promise<NatsCluster> {
-    const clusterName = `timer-test-${process.pid}`;
-    const ports = await distinctFreePorts(size * 2);
-    const clusterPorts = ports.slice(size);
-    const nodes = Array.from({ length: size }, (_, i) => {
-      const storeDir = mkdtempSync(join(tmpdir(), `timer-nats-c${i}-`));
-      return new NatsClusterNode(
-        `n${i}`,
-        ports[i]!,
-        clusterPorts[i]!,
-        storeDir,
-        clusterName,
-        clusterPorts.filter((_, j) => j !== i),
-      );
-    });
-    const cluster = new NatsCluster(nodes);
-    try {
-      await Promise.all(nodes.map((node) => node.start()));
-      await cluster.waitUntilJetStream(nodes);
-      await cluster.waitUntilPlacement();
-    } catch (error) {
-      await cluster.dispose();
-      throw error;
+  /**
+   * Starts `size` nodes (default 3) and waits until JetStream answers through each of them and a
+   * stream of `size` replicas can be placed. A cluster that cannot place one within
+   * `placementTimeoutMs` is discarded and another started on new ports and folders, up to
+   * `attempts` times: now and then the meta group of a fresh cluster leaves a node out of its peer
+   * set for good, and every placement is refused ("no suitable peers for placement", no reason).
+   */
+  static async start(size = 3, { attempts = 3, placementTimeoutMs = 30_000 } = {}): Promise<NatsCluster> {
+    const failures: string[] = [];
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      const cluster = new NatsCluster(await clusterNodes(size, attempt));
+      try {
+        await Promise.all(cluster.nodes.map((node) => node.start()));
+        await cluster.waitUntilJetStream(cluster.nodes);
+        await cluster.waitUntilPlacement(placementTimeoutMs);
+        return cluster;
+      } catch (error) {
+        const logs = cluster.nodes.map((node) => `--- ${node.name} (client ${node.port}, route ${node.clusterPort})\n${node.log.slice(-3_000)}`);
+        failures.push(`attempt ${attempt}: ${describeError(error)}\n${logs.join("\n")}`);
+        await cluster.dispose();
+      }
     }
-    return cluster;
+    throw new Error(`no cluster of ${size} nodes formed in ${attempts} attempts\n${failures.join("\n")}`);
   }
 
   /** Restarts a stopped node and waits until JetStream answers through it again. */
@@ -155,10 +157,9 @@ export class NatsCluster {
   /**
    * Waits until a stream with a replica on every node can be placed: the meta leader answers account
    * info before it has heard from every peer, and until then it refuses such a stream ("no suitable
-   * peers for placement"). A probe stream is added and deleted. On a loaded 2-core host that took
-   * more than 30 s once in a CI run (every node already answering JetStream): hence a minute.
+   * peers for placement"). A probe stream is added and deleted.
    */
-  async waitUntilPlacement(timeoutMs = 60_000): Promise<void> {
+  async waitUntilPlacement(timeoutMs: number): Promise<void> {
     const connection = await connect({ servers: this.nodes.map((node) => node.url), timeout: 2_000 });
     try {
       const jsm = await jetstreamManager(connection, { timeout: 2_000 });
@@ -221,6 +222,22 @@ export class NatsCluster {
     await Promise.all(this.nodes.map((node) => node.stop(true)));
     for (const node of this.nodes) rmSync(node.storeDir, { recursive: true, force: true });
   }
+}
+
+async function clusterNodes(size: number, attempt: number): Promise<NatsClusterNode[]> {
+  const clusterName = `timer-test-${process.pid}-${attempt}`;
+  const ports = await distinctFreePorts(size * 2);
+  const clusterPorts = ports.slice(size);
+  return Array.from({ length: size }, (_, i) => {
+    const storeDir = mkdtempSync(join(tmpdir(), `timer-nats-c${i}-`));
+    const routes = clusterPorts.filter((_, j) => j !== i);
+    return new NatsClusterNode(`n${i}`, ports[i]!, clusterPorts[i]!, storeDir, clusterName, routes);
+  });
+}
+
+function describeError(error: unknown): string {
+  const cause = error instanceof Error && error.cause !== undefined ? ` (${String(error.cause)})` : "";
+  return `${String(error)}${cause}`;
 }
 
 async function distinctFreePorts(count: number): Promise<number[]> {
