@@ -186,8 +186,10 @@ export class NatsCluster {
    * with the leader, not offline), within `timeoutMs`. After a restart this is the moment the
    * cluster tolerates the loss of another node again: stopping one earlier can leave a replicated
    * stream with only the leader and a replica still catching up, i.e. without a quorum.
+   * A replica's catch-up sometimes stalls in nats-server until the stream's leader changes (the same
+   * lag for good): when nothing has moved for `stallMs`, the leader is asked to step down.
    */
-  async waitUntilReplicasCurrent(streams: readonly string[], timeoutMs = 30_000): Promise<void> {
+  async waitUntilReplicasCurrent(streams: readonly string[], timeoutMs = 30_000, stallMs = 8_000): Promise<void> {
     const running = this.nodes.filter((node) => node.running);
     const connection = await connect({ servers: running.map((node) => node.url), timeout: 1_000 });
     try {
@@ -195,6 +197,7 @@ export class NatsCluster {
       const deadline = Date.now() + timeoutMs;
       for (const stream of streams) {
         let last = "no answer";
+        let movedAtMs = Date.now();
         for (;;) {
           const info = await jsm.streams.info(stream).catch((error: unknown) => ((last = String(error)), undefined));
           if (info !== undefined) {
@@ -202,11 +205,18 @@ export class NatsCluster {
             const behind = replicas.filter((replica) => !replica.current || replica.offline === true);
             const complete = replicas.length + 1 === info.config.num_replicas;
             if (info.cluster?.leader !== undefined && complete && behind.length === 0) break;
-            last =
+            const now =
               `leader ${info.cluster?.leader ?? "none"}, replicas ` +
               replicas
                 .map((r) => `${r.name} ${r.current ? "current" : "behind"}${r.offline ? " offline" : ""} lag ${r.lag ?? 0}`)
                 .join(", ");
+            if (now !== last) movedAtMs = Date.now();
+            last = now;
+            if (info.cluster?.leader !== undefined && behind.length > 0 && Date.now() - movedAtMs >= stallMs) {
+              console.info(`${stream}: no catch-up for ${stallMs} ms (${last}); the leader is asked to step down`);
+              await connection.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, "", { timeout: 2_000 }).catch(() => undefined);
+              movedAtMs = Date.now();
+            }
           }
           if (Date.now() > deadline) throw new Error(`${stream}: replicas not all current within ${timeoutMs} ms (${last})`);
           await new Promise((r) => setTimeout(r, 200));
