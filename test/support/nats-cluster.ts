@@ -111,7 +111,9 @@ export class NatsCluster {
         await cluster.waitUntilPlacement(placementTimeoutMs);
         return cluster;
       } catch (error) {
-        const logs = cluster.nodes.map((node) => `--- ${node.name} (client ${node.port}, route ${node.clusterPort})\n${node.log.slice(-3_000)}`);
+        const logs = cluster.nodes.map(
+          (node) => `--- ${node.name} (client ${node.port}, route ${node.clusterPort})\n${node.log.slice(-3_000)}`,
+        );
         failures.push(`attempt ${attempt}: ${describeError(error)}\n${logs.join("\n")}`);
         await cluster.dispose();
       }
