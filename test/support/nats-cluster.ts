@@ -107,7 +107,7 @@ export class NatsCluster {
       const cluster = new NatsCluster(await clusterNodes(size, attempt));
       try {
         await Promise.all(cluster.nodes.map((node) => node.start()));
-        await cluster.waitUntilJetStream(cluster.nodes);
+        await cluster.waitUntilJetStream();
         await cluster.waitUntilPlacement(placementTimeoutMs);
         return cluster;
       } catch (error) {
@@ -207,13 +207,13 @@ export class NatsCluster {
             const behind = replicas.filter((replica) => !replica.current || replica.offline === true);
             const complete = replicas.length + 1 === info.config.num_replicas;
             if (info.cluster?.leader !== undefined && complete && behind.length === 0) break;
-            const now =
+            const state =
               `leader ${info.cluster?.leader ?? "none"}, replicas ` +
               replicas
                 .map((r) => `${r.name} ${r.current ? "current" : "behind"}${r.offline ? " offline" : ""} lag ${r.lag ?? 0}`)
                 .join(", ");
-            if (now !== last) movedAtMs = Date.now();
-            last = now;
+            if (state !== last) movedAtMs = Date.now();
+            last = state;
             if (info.cluster?.leader !== undefined && behind.length > 0 && Date.now() - movedAtMs >= stallMs) {
               console.info(`${stream}: no catch-up for ${stallMs} ms (${last}); the leader is asked to step down`);
               await connection.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, "", { timeout: 2_000 }).catch(() => undefined);
