@@ -1,8 +1,21 @@
 /**
- * The migration rule of docs/operations/upgrade.md: a release's migrations only add, because the
- * previous release keeps running beside them during a rolling upgrade (CONTRACT §18). What it reads
- * or writes is dropped, renamed or made stricter one release later, never in the same one.
+ * The migration rule of docs/operations/upgrade.md (CONTRACT §18). A release's Postgres migrations
+ * only add, because the previous release keeps running beside them during a rolling upgrade: what it
+ * reads or writes is dropped, renamed or made stricter one release later, never in the same one.
+ * SQLite migrations may reshape: one instance owns a SQLite file, so its upgrade is a stop and a
+ * start, and its way back is an export imported by the previous release into a fresh file.
  */
+
+export type MigrationStore = "postgres" | "sqlite";
+
+/** Where drizzle.postgres.config.ts and drizzle.config.ts write each store's migrations. */
+export const MIGRATION_FOLDERS: Readonly<Record<MigrationStore, string>> = {
+  postgres: "drizzle/postgres",
+  sqlite: "drizzle/sqlite",
+};
+
+/** The stores on which two releases share one database during an upgrade, so whose migrations only add. */
+const ADD_ONLY: ReadonlySet<MigrationStore> = new Set(["postgres"]);
 
 interface Forbidden {
   readonly pattern: RegExp;
@@ -47,8 +60,9 @@ export function migrationStatements(sql: string): string[] {
     .filter((statement) => statement !== "");
 }
 
-/** How one migration file breaks the rule; empty when it only adds. */
-export function migrationRuleBreaks(sql: string): RuleBreak[] {
+/** How one migration file of `store` breaks the rule; empty when it only adds, or when the store may reshape. */
+export function migrationRuleBreaks(store: MigrationStore, sql: string): RuleBreak[] {
+  if (!ADD_ONLY.has(store)) return [];
   const statements = migrationStatements(sql);
   const created = new Set(statements.flatMap((s) => [...s.matchAll(CREATED_TABLE)].map((m) => m[1]!.toLowerCase())));
   const breaks: RuleBreak[] = [];
