@@ -46,6 +46,8 @@ export interface ReleaseBuild {
   /** `node <entry>` runs that release's service; its working folder must be `dir` (its drizzle/). */
   readonly dir: string;
   readonly entry: string;
+  /** `node <cli>` runs that release's `timer-service` command line (export, import, backup). */
+  readonly cli: string;
 }
 
 const STAMP = ".release-build.json";
@@ -64,7 +66,8 @@ export function ensureReleaseBuild(tag: string): ReleaseBuild {
   const commit = resolved.out;
   const dir = resolve(REPO_ROOT, "node_modules", ".cache", "timer-service-releases", commit);
   const entry = join(dir, "dist", "main.js");
-  if (existsSync(entry) && existsSync(join(dir, STAMP))) return { tag, commit, dir, entry };
+  const cli = join(dir, "dist", "cli", "main.js");
+  if (existsSync(entry) && existsSync(join(dir, STAMP))) return { tag, commit, dir, entry, cli };
 
   const work = `${dir}.tmp-${process.pid}`;
   rmSync(work, { recursive: true, force: true });
@@ -90,9 +93,20 @@ export function ensureReleaseBuild(tag: string): ReleaseBuild {
       if (!existsSync(entry)) throw error;
       rmSync(work, { recursive: true, force: true });
     }
-    return { tag, commit, dir, entry };
+    return { tag, commit, dir, entry, cli };
   } catch (error) {
     rmSync(work, { recursive: true, force: true });
     throw error;
+  }
+}
+
+/** The previous release built, or why there is none here (a test skips with that reason). */
+export function previousReleaseBuild(): { build: ReleaseBuild } | { reason: string } {
+  const tag = previousReleaseTag();
+  if (tag === undefined) return { reason: "no release tag before this build in this clone (git fetch --tags)" };
+  try {
+    return { build: ensureReleaseBuild(tag) };
+  } catch (error) {
+    return { reason: `the previous release ${tag} cannot be built here: ${(error as Error).message}` };
   }
 }
