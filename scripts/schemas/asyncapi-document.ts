@@ -179,7 +179,8 @@ export function asyncApiDocument(version: string): object {
       local: {
         host: "127.0.0.1:4222",
         protocol: "nats",
-        description: "NATS with JetStream; streams TIMER_COMMANDS (timer.commands.>) and TIMER_EVENTS (timer.events.>).",
+        description:
+          "NATS with JetStream; streams TIMER_COMMANDS (timer.commands.>) and TIMER_EVENTS (timer.events.>). The service stores commands partitioned by tenant under timer.tenant-commands.{partition}.{kind}.{tenantId} (a subject transform of TIMER_COMMANDS); producers publish on timer.commands.{kind}.{tenantId} and see nothing of it (docs/design/messages.md §2).",
       },
     },
     channels,
