@@ -38,14 +38,19 @@ const HEADERS = {
   },
   EventHeaders: {
     type: "object",
-    required: ["Nats-Msg-Id"],
+    // The service sets both on every event it publishes (CONTRACT §1, §13).
+    required: ["Nats-Msg-Id", "traceparent"],
     properties: {
       "Nats-Msg-Id": {
         type: "string",
         description:
-          "The envelope id. DueTimeReached and DueTimeMissed: {tenantId}:{serviceCallId}:{dueAtMs}:{generation}, with :{attempt} from the second attempt on; CommandRejected: rejected:{stream message}.",
+          "The envelope id. DueTimeReached and DueTimeMissed: {tenantId}:{serviceCallId}:{dueAtMs}:{generation}, with :{attempt} from the second attempt on; CommandRejected: rejected:{stream}:{streamSequence}:{storedAtMs} of the rejected command.",
       },
-      traceparent: TRACEPARENT,
+      traceparent: {
+        ...TRACEPARENT,
+        description:
+          "W3C Trace Context traceparent (CONTRACT §13), on every event: the command's trace-id and flags (a new trace when the command had no valid traceparent) and a span-id of the service's own.",
+      },
       tracestate: TRACESTATE,
     },
   },
@@ -53,7 +58,10 @@ const HEADERS = {
     type: "object",
     properties: {
       "Nats-Service-Error-Code": { type: "string", description: "400 for a malformed request, 500 or 503 otherwise." },
-      "Nats-Service-Error": { type: "string", description: "The error message." },
+      "Nats-Service-Error": {
+        type: "string",
+        description: "The error message in printable ASCII (at most 512 characters; the body's message is the full text).",
+      },
     },
   },
 };
@@ -164,14 +172,15 @@ export function asyncApiDocument(version: string): object {
       title: "timer-service",
       version,
       description:
-        "Durable timers over NATS JetStream: commands in on timer.commands.*.{tenantId}, events out on timer.events.*.{tenantId}, queries as the NATS micro service timer-service. The message schemas are in schemas/ (JSON Schema 2020-12). See CONTRACT.md and docs/design/messages.md.",
+        "Durable timers over NATS JetStream: commands in on timer.commands.*.{tenantId}, events out on timer.events.*.{tenantId}, queries as the NATS micro service timer-service. The message schemas are in schemas/ (JSON Schema 2020-12). The contract is docs/design/contract.md; docs/design/messages.md restates it for users, with examples, and docs/design/message-schemas.md says how the schemas are made and where they are looser than the service.",
     },
     defaultContentType: "application/json",
     servers: {
       local: {
         host: "127.0.0.1:4222",
         protocol: "nats",
-        description: "NATS with JetStream; streams TIMER_COMMANDS (timer.commands.>) and TIMER_EVENTS (timer.events.>).",
+        description:
+          "NATS with JetStream; streams TIMER_COMMANDS (timer.commands.>) and TIMER_EVENTS (timer.events.>). The service stores commands partitioned by tenant under timer.tenant-commands.{partition}.{kind}.{tenantId} (a subject transform of TIMER_COMMANDS); producers publish on timer.commands.{kind}.{tenantId} and see nothing of it (docs/design/messages.md §2).",
       },
     },
     channels,

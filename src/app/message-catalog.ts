@@ -112,7 +112,8 @@ export const EVENT_MESSAGES: readonly EventMessage[] = [
     role: "event",
     name: "CommandRejected",
     token: "rejected",
-    summary: "A command failed validation; the tenant token is _unknown when the subject named no valid tenant.",
+    summary:
+      "A command was refused: it failed validation, would exceed the pending quota, or is a newer ScheduleTimer of a timer closed to commands (TIMER_FINAL). The tenant token is _unknown when the subject named no valid tenant.",
     schema: commandRejectedSchema,
   },
 ];
@@ -128,7 +129,8 @@ export const QUERY_MESSAGES: readonly QueryEndpointMessages[] = [
   {
     role: "query",
     endpoint: "list",
-    summary: "A page of timers ordered by (dueAt, serviceCallId); nextCursor is null on the last page.",
+    summary:
+      "A page of timers ordered by (dueAt, serviceCallId), or most recently changed first (order changedDesc); nextCursor is null on the last page.",
     request: { name: "ListTimersRequest", schema: listRequestSchema },
     reply: { name: "ListTimersReply", schema: listReplySchema },
   },

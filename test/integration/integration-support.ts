@@ -1,5 +1,6 @@
 import { expect } from "vitest";
 import { jetstream, jetstreamManager, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
+import type { MsgHdrs } from "@nats-io/transport-node";
 import type { ReceivedEvent, TimerClient } from "../support/timer-client.js";
 import type { TimerServiceProcess } from "../support/timer-service-process.js";
 import { scrapeMetrics as scrapeBaseUrl, series } from "../support/prometheus-metrics.js";
@@ -63,9 +64,18 @@ function withOverrides(base: Record<string, unknown>, overrides: Record<string, 
 }
 
 /** Publishes with JetStream and returns the stream's ack. */
-export async function publishWithAck(client: TimerClient, subject: string, body: string | Uint8Array, msgID?: string): Promise<PubAck> {
+export async function publishWithAck(
+  client: TimerClient,
+  subject: string,
+  body: string | Uint8Array,
+  msgID?: string,
+  headers?: MsgHdrs,
+): Promise<PubAck> {
   const data = typeof body === "string" ? new TextEncoder().encode(body) : body;
-  return jetstream(client.connection).publish(subject, data, msgID === undefined ? undefined : { msgID });
+  return jetstream(client.connection).publish(subject, data, {
+    ...(msgID === undefined ? {} : { msgID }),
+    ...(headers === undefined ? {} : { headers }),
+  });
 }
 
 export function manager(client: TimerClient): Promise<JetStreamManager> {

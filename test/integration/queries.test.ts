@@ -5,6 +5,7 @@ import { TimerClient } from "../support/timer-client.js";
 import { eventually, fromNow, scrapeMetrics, series, uniqueId, UTC_MS } from "./integration-support.js";
 import { eachInFlight } from "../support/in-flight.js";
 import { httpGet, natsQuery } from "./query-support.js";
+import { expectSchemaValid } from "../support/message-schemas.js";
 
 const TOKEN = "test-admin-token-5c1f9e";
 const FAR = 24 * 3_600_000;
@@ -28,11 +29,14 @@ afterAll(async () => {
 const nc = () => client.connection;
 const http = (path: string, token: string | undefined = TOKEN) => httpGet(service.baseUrl, path, token);
 
-/** Both transports give the same answer; the HTTP status is returned with it. */
+const REPLY_SCHEMA = { get: "GetTimerReply", list: "ListTimersReply", stats: "TimerStatsReply" } as const;
+
+/** Both transports give the same answer, valid for its published schema; the HTTP status is returned with it. */
 async function both(endpoint: "get" | "list" | "stats", tenant: string, request: Record<string, string | number>, path: string) {
   const viaNats = await natsQuery(nc(), endpoint, tenant, request);
   const viaHttp = await http(path);
   expect(viaHttp.body).toEqual(viaNats.body);
+  expectSchemaValid(viaNats.body, viaNats.errorCode === undefined ? REPLY_SCHEMA[endpoint] : "QueryError");
   return { body: viaNats.body, status: viaHttp.status, errorCode: viaNats.errorCode };
 }
 
@@ -237,6 +241,12 @@ describe("queries over NATS and HTTP", () => {
         expect(viaHttp.body).toEqual({ error: { code: "INVALID_REQUEST", message: expect.any(String) } });
       });
     }
+
+    it("when a date-time lacks its offset, then the NATS error header names the format in ASCII (+/-hh:mm)", async () => {
+      const viaNats = await natsQuery(nc(), "list", "acme", { dueAfter: "2026-01-01T00:00:00" });
+      expect(viaNats.body.error.message).toContain("(Z or ±hh:mm)");
+      expect(viaNats.error).toContain("(Z or +/-hh:mm)");
+    });
 
     it("when the NATS body is not JSON, or JSON but not an object, then the reply is a 400 service error", async () => {
       for (const body of ["{not json", "[1,2]", '"text"', "42"]) {

@@ -229,7 +229,8 @@ describe("schedule and fire (default polling interval)", () => {
     expect(stored!.header?.get("Nats-Msg-Id")).toBe(event.body.id);
     expect(stored!.json()).toEqual(event.body);
 
-    const ack = await publishWithAck(client, subject, JSON.stringify(event.body), event.body.id);
+    // A republish as the service would make it: the same id and trace headers.
+    const ack = await publishWithAck(client, subject, JSON.stringify(event.body), event.body.id, stored!.header);
     expect(ack.duplicate).toBe(true);
     expect(ack.seq).toBe(stored!.seq);
     const stillLast = await jsm.streams.getMessage("TIMER_EVENTS", { last_by_subj: subject });

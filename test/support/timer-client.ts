@@ -1,6 +1,6 @@
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
-import { schemaProblems } from "./message-schemas.js";
+import { eventHeaderProblems, schemaProblems } from "./message-schemas.js";
 
 /** A message the service published, as a subscriber sees it. */
 export interface ReceivedEvent {
@@ -21,7 +21,7 @@ let commandCounter = 0;
  */
 export class TimerClient {
   readonly events: ReceivedEvent[] = [];
-  /** Events that do not match their published schema (schemas/); `close` fails when there are any. */
+  /** Events (or their headers) that do not match their published schema (schemas/, asyncapi.yaml); `close` fails when there are any. */
   readonly schemaViolations: string[] = [];
   private waiters: { predicate: (e: ReceivedEvent) => boolean; resolve: (e: ReceivedEvent) => void }[] = [];
   private readonly js: JetStreamClient;
@@ -64,7 +64,7 @@ export class TimerClient {
         tracestate: message.headers?.get("tracestate") || undefined,
       };
       this.events.push(event);
-      const problems = schemaProblems(body);
+      const problems = [...schemaProblems(body), ...eventHeaderProblems(presentHeaders(event))];
       if (problems.length > 0)
         this.schemaViolations.push(`${message.subject}: ${problems.join("; ")} in ${message.string().slice(0, 300)}`);
       this.waiters = this.waiters.filter((waiter) => {
@@ -163,4 +163,13 @@ export class TimerClient {
       );
     }
   }
+}
+
+/** The headers an event came with, as the AsyncAPI document names them. */
+function presentHeaders(event: ReceivedEvent): Record<string, string> {
+  const present: Record<string, string> = {};
+  if (event.msgId !== undefined) present["Nats-Msg-Id"] = event.msgId;
+  if (event.traceparent !== undefined) present.traceparent = event.traceparent;
+  if (event.tracestate !== undefined) present.tracestate = event.tracestate;
+  return present;
 }

@@ -193,7 +193,8 @@ export const MESSAGE_SCHEMAS: Readonly<Record<string, object>> = {
   ListTimersRequest: {
     $schema: "https://json-schema.org/draft/2020-12/schema",
     title: "ListTimersRequest",
-    description: "Request of the list query. A page of timers ordered by (dueAt, serviceCallId); nextCursor is null on the last page.",
+    description:
+      "Request of the list query. A page of timers ordered by (dueAt, serviceCallId), or most recently changed first (order changedDesc); nextCursor is null on the last page.",
     type: "object",
     properties: {
       state: {

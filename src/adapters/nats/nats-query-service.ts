@@ -4,6 +4,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../app/logger.js";
 import type { QueryEndpoint, QueryReply, TimerQueryService } from "../../app/queries/timer-query-service.js";
 import { endpointSchemaMetadata } from "./query-endpoint-schemas.js";
+import { headerText } from "./header-text.js";
 import { queryEndpointSubject, queryEndpointsPattern } from "../../app/subjects.js";
 
 /** The micro service's name: `nats micro ls` lists it so, and `$SRV.*.timer-service` reaches it. */
@@ -74,7 +75,7 @@ async function answer(
         : await queries.answer(endpoint, tenantId, request);
     const body = encoder.encode(toJsonText(reply.body));
     if (reply.status === 400 || reply.status === 500 || reply.status === 503) {
-      msg.respondError(reply.status, headerSafe(reply.body.error.message), body);
+      msg.respondError(reply.status, headerText(reply.body.error.message), body);
       countError(service, endpoint, reply.body.error.message);
     } else {
       msg.respond(body);
@@ -88,11 +89,6 @@ async function answer(
       // the connection is gone; the requester times out
     }
   }
-}
-
-/** A header value: printable ASCII on one line (a message may quote a requester's member names). */
-function headerSafe(text: string): string {
-  return text.replace(/[^\x20-\x7E]/g, "?").slice(0, 512);
 }
 
 const INVALID_JSON = Symbol("invalid JSON");

@@ -32,8 +32,13 @@ export const timerViewSchema = z.object({
   durationMs: z.number().int().optional(),
   createdBy: z.string().optional(),
   createdVia: z.string().optional(),
-  updatedAt: eventInstantSchema.optional(),
-  traceId: z.string().optional(),
+  /** The timer's last change: every view has it. */
+  updatedAt: eventInstantSchema,
+  /** The trace of the command that last set what the timer fires; a tombstone has none. */
+  traceId: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .optional(),
 });
 
 export const getReplySchema = z.object({ timer: timerViewSchema.nullable() });
