@@ -18,7 +18,7 @@ export interface StoreDescriptor {
   openTransfer(config: TimerServiceConfig, options: { readonly create: boolean }): Promise<TimerTransfer>;
 }
 
-/** config.ts requires the URL with postgres; it is never logged whole (it may hold a password). */
+/** config.ts requires the URL with postgres; it is logged only redacted (it may hold a password). */
 function databaseUrlOf(config: TimerServiceConfig): string {
   const { databaseUrl } = config.storage;
   if (databaseUrl === undefined) throw new Error("TIMER_DATABASE_URL is required with TIMER_STORE=postgres");
