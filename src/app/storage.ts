@@ -8,7 +8,7 @@ import type { TimerRetention } from "./retention/timer-retention.js";
  * the rest of the service never asks which store it runs on.
  */
 export interface Storage {
-  /** For logs: "sqlite", "postgres", "memory". */
+  /** For logs: "sqlite" or "postgres". */
   readonly kind: string;
   /** Commands, firing and deadlines; its `isWritable()` is the service's storage readiness. */
   readonly store: TimerStore;

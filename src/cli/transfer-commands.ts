@@ -31,18 +31,13 @@ function serviceConfig(): TimerServiceConfig {
   }
 }
 
-/** Where the configured store is, for messages (never the database URL: it may hold a password). */
-function storeName(config: TimerServiceConfig): string {
-  return config.storage.store === "sqlite" ? `sqlite ${config.dbPath}` : `postgres schema ${config.storage.databaseSchema}`;
-}
-
 export async function exportCommand(flags: TransferFlags): Promise<number> {
   if (flags.in !== undefined) throw new UsageError("export writes; --in belongs to import");
   if (flags.tenant !== undefined && !isTenantId(flags.tenant)) {
     throw new UsageError(`--tenant "${flags.tenant}" must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`);
   }
   const config = serviceConfig();
-  const transfer = await openTimerTransfer(config, { create: false });
+  const { transfer, label } = await openTimerTransfer(config, { create: false });
   // A file is written beside its name and renamed when complete: a cut-off export never looks whole.
   const partial = flags.out === undefined ? undefined : `${flags.out}.partial-${process.pid}`;
   const sink: Writable = partial === undefined ? process.stdout : createWriteStream(partial, { flags: "wx" });
@@ -62,7 +57,7 @@ export async function exportCommand(flags: TransferFlags): Promise<number> {
       renameSync(partial, flags.out!);
     }
     process.stderr.write(
-      `exported ${summary.timers} timers and ${summary.prefixCancels} prefix cancels from ${storeName(config)} to ${flags.out ?? "standard output"}\n`,
+      `exported ${summary.timers} timers and ${summary.prefixCancels} prefix cancels from ${label} to ${flags.out ?? "standard output"}\n`,
     );
     return 0;
   } catch (error) {
@@ -82,12 +77,12 @@ export async function importCommand(flags: TransferFlags): Promise<number> {
   const input = flags.in === undefined ? process.stdin : createReadStream(flags.in);
   // Opened before the store, so that a missing file is reported without touching the database.
   if (flags.in !== undefined) await once(input, "open");
-  const transfer = await openTimerTransfer(config, { create: true });
+  const { transfer, label } = await openTimerTransfer(config, { create: true });
   try {
     const lines = createInterface({ input, crlfDelay: Infinity });
     const summary = await importTimers(transfer, lines, { calendar: new CronerCalendar() });
     process.stdout.write(`${JSON.stringify(summary)}\n`);
-    process.stderr.write(`imported ${flags.in ?? "standard input"} into ${storeName(config)}\n`);
+    process.stderr.write(`imported ${flags.in ?? "standard input"} into ${label}\n`);
     return 0;
   } catch (error) {
     if (error instanceof ImportLineError) {

@@ -56,10 +56,18 @@ export async function runTimerService(env: NodeJS.ProcessEnv = process.env): Pro
     const tracing = otelExportConfigured(env)
       ? new (await import("../adapters/tracing/otel-tracing.js")).OtelTracing(env, logger)
       : undefined;
-    const storage = await openStorage(config, logger, systemClock);
-    service = await startTimerService(config, { storage, logger, clock: systemClock, ...(tracing === undefined ? {} : { tracing }) });
+    const openConfiguredStorage = () => openStorage(config, logger, systemClock);
+    service = await startTimerService(config, {
+      openStorage: openConfiguredStorage,
+      logger,
+      clock: systemClock,
+      ...(tracing === undefined ? {} : { tracing }),
+    });
   } catch (error) {
-    logger.fatal({ err: error }, "timer service failed to start");
+    const { DatabaseSetupError } = await import("../adapters/postgres/database-setup-error.js");
+    // A missing database or role is the operator's to fix: one line that says how, no stack trace.
+    if (error instanceof DatabaseSetupError) logger.fatal({ code: error.code }, error.message);
+    else logger.fatal({ err: error }, "timer service failed to start");
     process.exit(1);
   }
 }

@@ -15,7 +15,7 @@ import { PrefixCancelSweeper } from "../app/commands/prefix-cancel-sweeper.js";
 import { CronerCalendar } from "../adapters/cron/croner-calendar.js";
 import { CatchUpThread } from "../adapters/cron/catch-up-thread.js";
 import { PrometheusTimerMetrics } from "../adapters/metrics/prometheus-timer-metrics.js";
-import { HealthHttpServer } from "../adapters/http/health-http-server.js";
+import { HealthHttpServer, type ReadinessCheck } from "../adapters/http/health-http-server.js";
 import { QueriesAndRetention } from "./queries-and-retention.js";
 import { NatsBroker } from "../adapters/nats/nats-broker.js";
 import { warnOfOldNatsServer } from "../adapters/nats/old-nats-server.js";
@@ -38,8 +38,12 @@ const LEASE_BUCKET = "timer_leases";
 
 /** What the service runs on; tests pass other adapters (a memory store, a fake clock). */
 export interface TimerServiceAdapters {
-  /** Opened and migrated (src/adapters/open-storage.ts); the service closes it when it stops. */
-  readonly storage: Storage;
+  /**
+   * Opens and migrates the store (src/adapters/open-storage.ts). Called once HTTP listens, so that
+   * /readyz says 503 while a database that does not answer yet is waited for; the service closes
+   * the store when it stops.
+   */
+  readonly openStorage: () => Promise<Storage>;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Trace headers and spans (CONTRACT §13); default: headers only, no spans. Shut down when the service stops. */
@@ -60,22 +64,50 @@ function instanceId(): string {
 /**
  * The composition root: builds the application around the given adapters from plain constructors
  * and starts it in dependency order. HTTP comes first so that /healthz answers and /readyz says 503
- * while the broker is still being reached. The store is closed when the service stops, or when it
- * fails to start.
+ * while the database and the broker are still being reached. The store is closed when the service
+ * stops, or when it fails to start.
  */
 export async function startTimerService(config: TimerServiceConfig, adapters: TimerServiceAdapters): Promise<RunningTimerService> {
-  const { storage, logger, clock } = adapters;
+  const { logger, clock } = adapters;
   const tracing = adapters.tracing ?? new HeaderTracing();
-  const { store } = storage;
   const owner = instanceId();
   const metrics = new PrometheusTimerMetrics();
+
+  let storage: Storage | undefined;
+  let broker: NatsBroker | undefined;
+  let consumer: NatsCommandConsumer | undefined;
+  let lease: JetStreamConsumerLease | undefined;
+  // Read at each request. Until the store is open it is not known whether it needs a lease, so the
+  // lease check is listed (false) and dropped once a store turns out to need none.
+  const leaseCheck: ReadinessCheck = { name: "lease", ok: () => lease?.held === true };
+  const checks: ReadinessCheck[] = [
+    { name: "storage", ok: () => storage?.store.isWritable() === true },
+    { name: "broker", ok: () => broker?.isConnected === true },
+    { name: "streams", ok: () => broker?.topologyReady === true && consumer?.pulling === true },
+    leaseCheck,
+  ];
+  const http = new HealthHttpServer(metrics.registry, checks);
+  const address = await http.listen(config.httpPort, config.httpHost);
+  logger.info({ host: address.address, port: address.port }, "http listening");
+  if (config.adminToken === undefined) logger.info({ port: address.port }, ADMIN_DISABLED);
+
+  try {
+    storage = await adapters.openStorage();
+  } catch (error) {
+    await http.close();
+    throw error;
+  }
+  const openedStorage = storage;
+  const { store } = openedStorage;
   try {
     metrics.setPending(await store.countScheduled());
   } catch (error) {
-    await storage.close();
+    await http.close();
+    await openedStorage.close();
     throw error;
   }
-  const pendingRefresh = storage.shared
+  if (openedStorage.exclusive === undefined) checks.splice(checks.indexOf(leaseCheck), 1);
+  const pendingRefresh = openedStorage.shared
     ? setInterval(() => {
         store.countScheduled().then(
           (count) => metrics.setPending(count),
@@ -85,22 +117,9 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     : undefined;
   pendingRefresh?.unref();
   const stopStorageWatch = watchStorageOutage(store, logger);
-
-  let broker: NatsBroker | undefined;
-  let consumer: NatsCommandConsumer | undefined;
-  let lease: JetStreamConsumerLease | undefined;
-  const http = new HealthHttpServer(metrics.registry, [
-    { name: "storage", ok: () => store.isWritable() },
-    { name: "broker", ok: () => broker?.isConnected === true },
-    { name: "streams", ok: () => broker?.topologyReady === true && consumer?.pulling === true },
-    ...(storage.exclusive === undefined ? [] : [{ name: "lease", ok: () => lease?.held === true }]),
-  ]);
   // Queries and retention (CONTRACT §7, §9): /v1 and the admin page here; NATS endpoints and sweeps start with the work.
-  const queriesAndRetention = new QueriesAndRetention({ storage, config, clock, logger, registry: metrics.registry });
+  const queriesAndRetention = new QueriesAndRetention({ storage: openedStorage, config, clock, logger, registry: metrics.registry });
   http.use(queriesAndRetention.routes);
-  const address = await http.listen(config.httpPort, config.httpHost);
-  logger.info({ host: address.address, port: address.port }, "http listening");
-  if (config.adminToken === undefined) logger.info({ port: address.port }, ADMIN_DISABLED);
 
   let loop: DueTimerLoop | undefined;
   try {
@@ -117,7 +136,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     clearInterval(pendingRefresh);
     stopStorageWatch();
     await http.close();
-    await storage.close();
+    await openedStorage.close();
     throw error;
   }
   const connectedBroker = broker;
@@ -198,21 +217,21 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
       .start(connectedBroker.connection)
       .catch((error: unknown) => logger.error({ err: error }, "starting queries and retention failed"));
     await commandConsumer.start();
-    const database = storage.exclusive?.location ?? `schema ${config.storage.databaseSchema}`;
+    const database = openedStorage.exclusive?.location ?? `schema ${config.storage.databaseSchema}`;
     logger.info(
       {
         commandsStream: config.commandsStream,
         eventsStream: config.eventsStream,
         consumer: config.consumerName,
-        store: storage.kind,
+        store: openedStorage.kind,
         owner,
         httpPort: address.port,
         database,
       },
-      `timer service started: ready on HTTP port ${address.port}, ${storage.kind} database ${database}`,
+      `timer service started: ready on HTTP port ${address.port}, ${openedStorage.kind} database ${database}`,
     );
   };
-  const { exclusive } = storage;
+  const { exclusive } = openedStorage;
   if (exclusive === undefined) {
     await startWork();
   } else {
@@ -249,7 +268,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
         .catch((error: unknown) => logger.warn({ err: error }, "releasing claims failed; they expire by themselves"));
       await connectedBroker.close();
       acks.close();
-      await storage.close();
+      await openedStorage.close();
       await http.close();
       // Last, so that the spans of the final batch go out too.
       await tracing.shutdown();

@@ -8,7 +8,7 @@ export type StoreKind = "sqlite" | "postgres";
 
 export interface StorageConfig {
   readonly store: StoreKind;
-  /** Required with `postgres`; never logged (it may hold a password). */
+  /** Required with `postgres`; logged only through redactDatabaseUrl (it may hold a password). */
   readonly databaseUrl: string | undefined;
   readonly databaseSchema: string;
   readonly claimTtlMs: number;

@@ -20,13 +20,22 @@ function daysInMonth(year: number, month: number): number {
 }
 
 /**
- * Parses an ISO 8601 date-time that carries an offset into epoch milliseconds; fractional seconds
- * beyond milliseconds are truncated. Returns undefined for anything else, including a date-time
- * without an offset (ambiguous) and impossible dates such as February 30.
+ * Why a text is not an instant: not the ISO 8601 shape at all, the shape with a field out of range
+ * (month 13, 30 February, hour 24, minute 60, second 60), an offset beyond ±23:59, or an instant
+ * before year 0000 once the offset is applied.
  */
-export function parseInstant(text: string): number | undefined {
+export type InstantProblem = "format" | "no such date" | "no such offset" | "before year 0000";
+
+export type InstantReading = { readonly ok: true; readonly epochMs: number } | { readonly ok: false; readonly problem: InstantProblem };
+
+/**
+ * Reads an ISO 8601 date-time that carries an offset into epoch milliseconds; fractional seconds
+ * beyond milliseconds are truncated. A date-time without an offset (ambiguous) is a format
+ * problem; one in the right shape that names no instant says which part is wrong.
+ */
+export function readInstant(text: string): InstantReading {
   const m = ISO_DATE_TIME.exec(text);
-  if (m === null) return undefined;
+  if (m === null) return { ok: false, problem: "format" };
   const year = Number(m[1]);
   const month = Number(m[2]);
   const day = Number(m[3]);
@@ -34,13 +43,13 @@ export function parseInstant(text: string): number | undefined {
   const minute = Number(m[5]);
   const second = m[6] === undefined ? 0 : Number(m[6]);
   const millis = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, "0"));
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
-  if (hour > 23 || minute > 59 || second > 59) return undefined;
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return { ok: false, problem: "no such date" };
+  if (hour > 23 || minute > 59 || second > 59) return { ok: false, problem: "no such date" };
   let offsetMinutes = 0;
   if (m[8] === undefined) {
     const offsetHours = Number(m[10]);
     const offsetMins = Number(m[11]);
-    if (offsetHours > 23 || offsetMins > 59) return undefined;
+    if (offsetHours > 23 || offsetMins > 59) return { ok: false, problem: "no such offset" };
     offsetMinutes = (m[9] === "-" ? -1 : 1) * (offsetHours * 60 + offsetMins);
   }
   const date = new Date(0);
@@ -49,7 +58,13 @@ export function parseInstant(text: string): number | undefined {
   date.setUTCHours(hour, minute, second, millis);
   const epochMs = date.getTime() - offsetMinutes * 60_000;
   // An offset can push year 0000 into year -1, which has no four-digit UTC form for the events.
-  return epochMs < EARLIEST_INSTANT_MS ? undefined : epochMs;
+  return epochMs < EARLIEST_INSTANT_MS ? { ok: false, problem: "before year 0000" } : { ok: true, epochMs };
+}
+
+/** readInstant's epoch milliseconds, or undefined for any text that is not an instant. */
+export function parseInstant(text: string): number | undefined {
+  const reading = readInstant(text);
+  return reading.ok ? reading.epochMs : undefined;
 }
 
 /** Formats epoch milliseconds as UTC with milliseconds, e.g. `2026-11-25T22:00:00.000Z`. */

@@ -98,7 +98,8 @@ describe("HTTP, configuration and operation", () => {
         await eventually(async () => expect((await fetch(`${unreachable.baseUrl}/healthz`)).status).toBe(200));
         const ready = await fetch(`${unreachable.baseUrl}/readyz`);
         expect(ready.status).toBe(503);
-        expect(existsSync(dbPath)).toBe(true);
+        // HTTP listens before the store opens: the folder comes a moment after /healthz answers.
+        await eventually(() => expect(existsSync(dbPath)).toBe(true));
       } finally {
         await unreachable.dispose();
         rmSync(dir, { recursive: true, force: true });

@@ -1,11 +1,13 @@
 import { spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { TimerServiceProcess } from "../support/timer-service-process.js";
+import { freePort } from "../support/free-port.js";
 
 /**
  * Every shell command in the README is run here against a real nats-server and the real service,
@@ -69,10 +71,7 @@ describe("README commands", () => {
       return;
     }
     if (line === "npm start") return checkNpmStart(nats.url);
-    if (line === "nats-server -js") {
-      expect(sh("nats-server --version", {}).code).toBe(0);
-      return;
-    }
+    if (line.startsWith("nats-server -js -sd ")) return checkNatsServer(line);
     if (line.startsWith("npm run ")) {
       const result = sh(`npm run -s ${line.slice("npm run ".length)}`, env, 60_000);
       expect(result.code, result.output).toBe(0);
@@ -162,6 +161,33 @@ async function checkStarts(brokerUrl: string, name: string, command: readonly st
   );
   await started.kill("SIGTERM");
   await started.dispose();
+}
+
+/**
+ * Runs the README's nats-server line with its store folder moved into a temporary one and on a free
+ * port, and checks that JetStream keeps its store in that folder (not under /tmp, the default).
+ */
+async function checkNatsServer(line: string): Promise<void> {
+  const folder = mkdtempSync(join(tmpdir(), "readme-nats-"));
+  const args = line
+    .replace(/ -sd \S+/, ` -sd ${folder}`)
+    .split(" ")
+    .slice(1);
+  const child = spawn(process.env.NATS_SERVER_BIN ?? "nats-server", [...args, "-a", "127.0.0.1", "-p", String(await freePort())]);
+  try {
+    let output = "";
+    await new Promise<void>((ready, failed) => {
+      child.stderr.on("data", (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes("Server is ready")) ready();
+      });
+      child.once("exit", (code) => failed(new Error(`nats-server exited (${code}): ${output}`)));
+    });
+    expect(existsSync(join(folder, "jetstream")), output).toBe(true);
+  } finally {
+    child.kill("SIGTERM");
+    rmSync(folder, { recursive: true, force: true });
+  }
 }
 
 const checkNpmStart = (brokerUrl: string) => checkStarts(brokerUrl, "readme", ["npm", "start", "--silent"]);

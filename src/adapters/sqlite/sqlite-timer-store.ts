@@ -256,7 +256,7 @@ export class SqliteTimerStore implements TimerStore {
    * storage faults with this.
    */
   #write<T>(write: Promise<T>): Promise<T> {
-    return this.#health.trackAsync(write);
+    return this.#health.track(write);
   }
 
   /**

@@ -18,23 +18,11 @@ export class SqliteWriteHealth {
   #lastWriteBusy = false;
   #probe: StorageProbe | undefined;
 
-  /** Runs `write`, remembering whether it failed (busy, read-only, disk full). */
-  track<T>(write: () => T): T {
-    try {
-      const result = write();
-      this.#lastWriteFailed = this.#lastWriteBusy = false;
-      return result;
-    } catch (error) {
-      this.failed(error);
-      throw error;
-    }
-  }
-
-  /** Awaits `write`, remembering whether it failed; with `onlyFailure`, a success changes nothing. */
-  async trackAsync<T>(write: Promise<T>, { onlyFailure = false } = {}): Promise<T> {
+  /** Awaits `write`, remembering whether it failed (busy, read-only, disk full). */
+  async track<T>(write: Promise<T>): Promise<T> {
     try {
       const result = await write;
-      if (!onlyFailure) this.#lastWriteFailed = this.#lastWriteBusy = false;
+      this.#lastWriteFailed = this.#lastWriteBusy = false;
       return result;
     } catch (error) {
       this.failed(error);

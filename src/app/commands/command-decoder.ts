@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { z } from "zod";
 import type { ScheduleTimerCommand, TimerCommand } from "../../domain/timer-command.js";
-import { parseInstant } from "../../domain/due-time.js";
+import { readInstant } from "../../domain/due-time.js";
 import { firstOccurrenceAt, type Recurrence, type RecurrenceCalendar } from "../../domain/recurrence.js";
 import type { Clock } from "../clock.js";
 import type { TraceContext } from "../../domain/trace-context.js";
@@ -132,6 +132,20 @@ const PAYLOAD_READERS: Partial<Record<CommandType, (payload: unknown) => Payload
 };
 
 const INSTANT_FORMAT = "not an ISO 8601 date-time with an offset (Z or ±hh:mm)";
+/** Longer texts are cut in a reason: a fraction may have any number of digits. */
+const MAX_QUOTED_INSTANT = 40;
+
+/**
+ * The epoch milliseconds of an instant field, or its INVALID_FIELD reason: a text in the right
+ * shape that names no instant is quoted with what is wrong (`payload.dueAt "2026-02-30T09:00:00Z": no such date`).
+ */
+function instantField(field: string, text: string): number | string {
+  const reading = readInstant(text);
+  if (reading.ok) return reading.epochMs;
+  if (reading.problem === "format") return `${field}: ${INSTANT_FORMAT}`;
+  const quoted = text.length > MAX_QUOTED_INSTANT ? `${text.slice(0, MAX_QUOTED_INSTANT)}…` : text;
+  return `${field} "${quoted}": ${reading.problem}`;
+}
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -239,8 +253,8 @@ export class CommandDecoder {
 
     const parsed = scheduleTimerPayloadSchema.safeParse(payload);
     if (!parsed.success) return context.reject("INVALID_FIELD", describeIssue("payload", parsed.error));
-    const requestedDueAtMs = parseInstant(parsed.data.dueAt);
-    if (requestedDueAtMs === undefined) return context.reject("INVALID_FIELD", `payload.dueAt: ${INSTANT_FORMAT}`);
+    const requestedDueAtMs = instantField("payload.dueAt", parsed.data.dueAt);
+    if (typeof requestedDueAtMs === "string") return context.reject("INVALID_FIELD", requestedDueAtMs);
     const repeat = this.readRepeat(parsed.data.repeat ?? null, requestedDueAtMs);
     if (typeof repeat === "string") return context.reject("INVALID_FIELD", repeat);
     const deliveryPayload = parsed.data.delivery ?? null;
@@ -303,8 +317,8 @@ export class CommandDecoder {
     if (timezone !== undefined && cron === undefined) return "payload.repeat.timezone: only with cron";
     let untilMs: number | null = null;
     if (until !== undefined) {
-      const parsed = parseInstant(until);
-      if (parsed === undefined) return `payload.repeat.until: ${INSTANT_FORMAT}`;
+      const parsed = instantField("payload.repeat.until", until);
+      if (typeof parsed === "string") return parsed;
       untilMs = parsed;
     }
     const bounds = { untilMs, maxOccurrences: maxOccurrences ?? null };

@@ -76,6 +76,7 @@ describe("CommandDecoder: repeat and maxLatenessMs", () => {
     [{ repeat: { cron: "0 9 * * *", timezone: "Mars/Olympus_Mons" } }, "payload.repeat.timezone:"],
     [{ repeat: { cron: "0 9 * * *", timezone: "" } }, "payload.repeat.timezone:"],
     [{ repeat: { everyMs: 5_000, until: "2026-01-06T00:00:00" } }, "payload.repeat.until: not an ISO 8601 date-time with an offset"],
+    [{ repeat: { everyMs: 5_000, until: "2026-02-30T00:00:00Z" } }, 'payload.repeat.until "2026-02-30T00:00:00Z": no such date'],
     [{ repeat: { everyMs: 5_000, until: "2026-01-05T07:00:00Z" } }, "payload.repeat.until: before the first occurrence"],
     [{ repeat: { everyMs: 5_000, maxOccurrences: 0 } }, "payload.repeat.maxOccurrences: must be at least 1"],
     [{ repeat: { everyMs: 5_000, maxOccurrences: 1.5 } }, "payload.repeat.maxOccurrences: must be an integer"],

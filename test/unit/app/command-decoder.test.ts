@@ -335,6 +335,29 @@ describe("CommandDecoder: one test per rejection code (CONTRACT §2)", () => {
     expect(codeOf(decode(scheduleSubject(), envelope({}, fields)))).toBe("INVALID_FIELD");
   });
 
+  it.each([
+    ["month 13", "2026-13-01T09:00:00Z", "no such date"],
+    ["30 February", "2026-02-30T09:00:00Z", "no such date"],
+    ["hour 25", "2026-03-01T25:00:00Z", "no such date"],
+    ["minute 60", "2026-03-01T09:60:00Z", "no such date"],
+    ["offset +24:00", "2026-03-01T09:00:00+24:00", "no such offset"],
+  ])("when the dueAt has the ISO shape but %s, then the reason quotes it and says what does not exist", (_name, dueAt, problem) => {
+    expect(rejected(decode(scheduleSubject(), envelope({}, { dueAt }))).reason).toBe(`payload.dueAt "${dueAt}": ${problem}`);
+  });
+
+  it("when the dueAt is not in the ISO shape, then the reason names the format", () => {
+    expect(rejected(decode(scheduleSubject(), envelope({}, { dueAt: "2026-03-01 09:00" }))).reason).toBe(
+      "payload.dueAt: not an ISO 8601 date-time with an offset (Z or ±hh:mm)",
+    );
+  });
+
+  it("when a dueAt with no such date has a very long fraction, then the quote is cut", () => {
+    const dueAt = `2026-02-30T09:00:00.${"1".repeat(1_000)}Z`;
+    const reason = rejected(decode(scheduleSubject(), envelope({}, { dueAt }))).reason;
+
+    expect(reason).toBe(`payload.dueAt "${dueAt.slice(0, 40)}…": no such date`);
+  });
+
   it("when a cancel payload lacks serviceCallId, then INVALID_FIELD", () => {
     expect(codeOf(decode(cancelSubject(), { tenantId: "acme" }))).toBe("INVALID_FIELD");
   });

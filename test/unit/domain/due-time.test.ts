@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dueEventId, formatInstant, parseInstant } from "../../../src/domain/due-time.js";
+import { dueEventId, formatInstant, parseInstant, readInstant } from "../../../src/domain/due-time.js";
 
 const utc = (iso: string) => Date.parse(iso);
 
@@ -112,6 +112,30 @@ describe("parseInstant: rejected forms", () => {
     ["non-ASCII digits", "٢٠٢٦-11-25T22:00:00Z"],
   ])("when the text is %s, then it is rejected", (_name, text) => {
     expect(parseInstant(text)).toBeUndefined();
+  });
+});
+
+describe("readInstant: what is wrong", () => {
+  it.each([
+    ["month 13", "2026-13-01T09:00:00Z", "no such date"],
+    ["30 February", "2026-02-30T09:00:00Z", "no such date"],
+    ["29 February of a common year", "2026-02-29T09:00:00Z", "no such date"],
+    ["day 00", "2026-01-00T09:00:00Z", "no such date"],
+    ["hour 25", "2026-03-01T25:00:00Z", "no such date"],
+    ["minute 60", "2026-03-01T09:60:00Z", "no such date"],
+    ["second 60", "2026-03-01T09:00:60Z", "no such date"],
+    ["offset +24:00", "2026-03-01T09:00:00+24:00", "no such offset"],
+    ["offset minutes 60", "2026-03-01T09:00:00-01:60", "no such offset"],
+    ["year 0000 pushed into year -1 by its offset", "0000-01-01T00:00:00+01:00", "before year 0000"],
+    ["no offset", "2026-03-01T09:00:00", "format"],
+    ["a space instead of T", "2026-03-01 09:00:00Z", "format"],
+    ["garbage", "soon", "format"],
+  ])("when the text has %s, then the problem is %s", (_name, text, problem) => {
+    expect(readInstant(text)).toEqual({ ok: false, problem });
+  });
+
+  it("when the text is an instant, then it reads its epoch milliseconds", () => {
+    expect(readInstant("2026-03-01T09:00:00+01:00")).toEqual({ ok: true, epochMs: utc("2026-03-01T08:00:00.000Z") });
   });
 });
 
