@@ -131,7 +131,7 @@ function ignoredReason(command: Exclude<TimerCommand, { kind: "cancelPrefix" }>,
       return order;
     case "complete":
     case "fail":
-      if (state !== "Fired") return `timer closed to reports: it is ${state}; only a Fired timer with delivery takes them`;
+      if (state !== "Fired") return `timer not Fired: it is ${state}; only a Fired timer with delivery takes reports`;
       if (ts <= commandTs) return order;
       return "no publish in hand: a retry is already waiting";
     case "retry":
