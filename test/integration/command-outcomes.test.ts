@@ -18,6 +18,7 @@ import { DelegatingTimerStore } from "../support/fakes/delegating-timer-store.js
 import { dropSchema, TEST_DATABASE_URL, TEST_STORE, uniqueSchema } from "../support/test-postgres.js";
 import { waitFor } from "../support/wait-for.js";
 import { uniqueId } from "./integration-support.js";
+import { expectSchemaValid } from "../support/message-schemas.js";
 
 /**
  * CONTRACT §19, confirmation on request: a command of any kind sent with `Timer-Confirm: 1` gets
@@ -124,13 +125,16 @@ describe.each(STORES)("CommandOutcome on request, %s store (CONTRACT §19)", (st
     return jetstream(client).publish(`timer.commands.${kind}.${TENANT}`, data, { headers });
   }
 
-  function outcomeOf(commandId: string): Promise<Outcome> {
-    return waitFor(() => outcomes.find((o) => o.body.commandId === commandId)?.body, {
+  /** The outcome of `commandId` once it arrived, held to schemas/CommandOutcome.json. */
+  async function outcomeOf(commandId: string): Promise<Outcome> {
+    const outcome = await waitFor(() => outcomes.find((o) => o.body.commandId === commandId)?.body, {
       until: (o) => o !== undefined,
       timeoutMs: 15_000,
       everyMs: 20,
       what: `the outcome of ${commandId}`,
-    }) as Promise<Outcome>;
+    });
+    expectSchemaValid(outcome);
+    return outcome!;
   }
 
   /** Sends a command with the header and returns its one outcome. */
