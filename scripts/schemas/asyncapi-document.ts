@@ -1,5 +1,5 @@
-import { COMMAND_MESSAGES, EVENT_MESSAGES, QUERY_ERROR_MESSAGE, QUERY_MESSAGES } from "../../src/app/message-catalog.js";
-import { commandSubject, eventSubject, querySubject } from "../../src/app/subjects.js";
+import { COMMAND_MESSAGES, EVENT_MESSAGES, OUTCOME_MESSAGE, QUERY_ERROR_MESSAGE, QUERY_MESSAGES } from "../../src/app/message-catalog.js";
+import { commandSubject, eventSubject, outcomeSubject, querySubject } from "../../src/app/subjects.js";
 
 /** The default subject prefix (TIMER_SUBJECT_PREFIX): the document shows the default layout. */
 const PREFIX = "timer";
@@ -34,6 +34,11 @@ const HEADERS = {
       },
       traceparent: TRACEPARENT,
       tracestate: TRACESTATE,
+      "Timer-Confirm": {
+        type: "string",
+        enum: ["1"],
+        description: "Optional (CONTRACT §19): 1 asks for one CommandOutcome on timer.outcomes.{tenantId} once the command is decided.",
+      },
     },
   },
   EventHeaders: {
@@ -122,6 +127,27 @@ export function asyncApiDocument(version: string): object {
       messages: [ref(`#/channels/${id}/messages/${m.name}`)],
     };
   }
+
+  messages[OUTCOME_MESSAGE.name] = {
+    name: OUTCOME_MESSAGE.name,
+    title: OUTCOME_MESSAGE.name,
+    summary: OUTCOME_MESSAGE.summary,
+    contentType: "application/json",
+    payload: payload(OUTCOME_MESSAGE.name),
+  };
+  channels.outcomes = {
+    address: outcomeSubject(PREFIX, "{tenantId}"),
+    description:
+      "Outcomes of the tenant's commands sent with the header Timer-Confirm: 1, one per command once its batch committed or it was rejected; core NATS (in no stream): subscribe before sending.",
+    parameters: { tenantId: ref("#/components/parameters/tenantId") },
+    messages: { [OUTCOME_MESSAGE.name]: ref(`#/components/messages/${OUTCOME_MESSAGE.name}`) },
+  };
+  operations[`send${OUTCOME_MESSAGE.name}`] = {
+    action: "send",
+    summary: OUTCOME_MESSAGE.summary,
+    channel: ref("#/channels/outcomes"),
+    messages: [ref(`#/channels/outcomes/messages/${OUTCOME_MESSAGE.name}`)],
+  };
 
   messages[QUERY_ERROR_MESSAGE.name] = {
     name: QUERY_ERROR_MESSAGE.name,

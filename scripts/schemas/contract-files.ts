@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import prettier from "prettier";
 import { stringify } from "yaml";
 import { ISO_DATE_TIME } from "../../src/domain/due-time.js";
-import { COMMAND_MESSAGES, EVENT_MESSAGES, QUERY_ERROR_MESSAGE, QUERY_MESSAGES } from "../../src/app/message-catalog.js";
+import { COMMAND_MESSAGES, EVENT_MESSAGES, OUTCOME_MESSAGE, QUERY_ERROR_MESSAGE, QUERY_MESSAGES } from "../../src/app/message-catalog.js";
 import { at, jsonSchemaFromZod, type JsonSchema } from "./json-schema-from-zod.js";
 import { asyncApiDocument } from "./asyncapi-document.js";
 
@@ -64,6 +64,7 @@ export function messageSchemas(): NamedSchema[] {
   return [
     ...COMMAND_MESSAGES.map((m) => describe(m.name, m.summary, m.schema)),
     ...EVENT_MESSAGES.map((m) => describe(m.name, m.summary, m.schema)),
+    describe(OUTCOME_MESSAGE.name, OUTCOME_MESSAGE.summary, OUTCOME_MESSAGE.schema),
     ...QUERY_MESSAGES.flatMap((q) => [
       describe(q.request.name, `Request of the ${q.endpoint} query. ${q.summary}`, q.request.schema),
       describe(q.reply.name, `Reply of the ${q.endpoint} query. ${q.summary}`, q.reply.schema),

@@ -170,8 +170,14 @@ export function firingOverriddenByPrefixCancel(prefixCancelTs: number | null, ne
   return next.state !== "Cancelled" && prefixCancelTs !== null && prefixCancelTs >= next.commandTs;
 }
 
-/** What the service reads of a timer a command decided on: its state and the instants its metrics and wake-ups need. */
-export type DecidedTimer = Pick<Timer, "state" | "dueAtMs" | "firedAtMs" | "completedAtMs" | "deadlineAtMs">;
+/**
+ * What the service reads of a timer a command decided on: its state and the instants its metrics and
+ * wake-ups need, and what a `CommandOutcome` tells of it and why a command was ignored (CONTRACT §19).
+ */
+export type DecidedTimer = Pick<
+  Timer,
+  "state" | "dueAtMs" | "firedAtMs" | "completedAtMs" | "deadlineAtMs" | "commandTs" | "generation" | "occurrence" | "repeat"
+>;
 
 /** `D` with its timers as `DecidedTimer`s; a decision that never has `next` (refused) still has none. */
 type WithDecidedTimers<D> = D extends { readonly next?: infer Next }
@@ -188,8 +194,18 @@ type WithDecidedTimers<D> = D extends { readonly next?: infer Next }
  */
 export type AppliedDecision = WithDecidedTimers<CommandDecision>;
 
-function decidedTimer({ state, dueAtMs, firedAtMs, completedAtMs, deadlineAtMs }: Timer): DecidedTimer {
-  return { state, dueAtMs, firedAtMs, completedAtMs, deadlineAtMs };
+function decidedTimer({
+  state,
+  dueAtMs,
+  firedAtMs,
+  completedAtMs,
+  deadlineAtMs,
+  commandTs,
+  generation,
+  occurrence,
+  repeat,
+}: Timer): DecidedTimer {
+  return { state, dueAtMs, firedAtMs, completedAtMs, deadlineAtMs, commandTs, generation, occurrence, repeat };
 }
 
 /** `decision` with its timers reduced to what the service reads of them: less to copy across threads. */

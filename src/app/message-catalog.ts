@@ -8,6 +8,7 @@ import {
   timerFailedPayloadSchema,
 } from "./commands/command-envelope.schema.js";
 import { retryTimerPayloadSchema } from "./commands/retry-timer.schema.js";
+import { commandOutcomeSchema } from "./commands/command-outcome.schema.js";
 import { commandRejectedSchema, dueTimeMissedSchema, dueTimeReachedSchema } from "./events/event-envelope.schema.js";
 import { getReplySchema, listReplySchema, queryErrorSchema, statsReplySchema } from "./queries/query-replies.schema.js";
 import { getRequestSchema, listRequestSchema, statsRequestSchema } from "./queries/query-requests.js";
@@ -142,6 +143,13 @@ export const QUERY_MESSAGES: readonly QueryEndpointMessages[] = [
     reply: { name: "TimerStatsReply", schema: statsReplySchema },
   },
 ];
+
+/** The outcome of a command sent with `Timer-Confirm: 1` (CONTRACT §19): core NATS on `{prefix}.outcomes.{tenantId}`. */
+export const OUTCOME_MESSAGE = {
+  name: "CommandOutcome",
+  summary: "What became of one command sent with Timer-Confirm: 1: applied, ignored (and why) or rejected (and its code).",
+  schema: commandOutcomeSchema,
+} as const;
 
 /** The body of every query error reply. */
 export const QUERY_ERROR_MESSAGE = { name: "QueryError", schema: queryErrorSchema } as const;

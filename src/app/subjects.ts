@@ -5,6 +5,7 @@
  *   {prefix}.commands.{kind}.{tenantId}     kind: schedule, cancel, cancelprefix, complete, fail, retry
  *   {prefix}.events.{kind}.{tenantId}       kind: due, missed, rejected
  *   {prefix}.query.{endpoint}.{tenantId}    endpoint: get, list, stats
+ *   {prefix}.outcomes.{tenantId}            CommandOutcome (core NATS, on request)
  */
 
 /** The command each subject kind carries. */
@@ -56,6 +57,11 @@ export function queryEndpointSubject(prefix: string, endpoint: QueryEndpoint): s
 /** How the query endpoints read in docs and the micro service's metadata. */
 export function queryEndpointsPattern(prefix: string): string {
   return `${prefix}.query.{get,list,stats}.{tenantId}`;
+}
+
+/** Where the outcomes of a tenant's commands go (CONTRACT §19); `*` for every tenant's. */
+export function outcomeSubject(prefix: string, tenantId: string): string {
+  return `${prefix}.outcomes.${tenantId}`;
 }
 
 /** A command subject taken apart; `kind` is whatever the third token says, checked by the caller. */

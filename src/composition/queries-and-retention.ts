@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Registry } from "prom-client";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { TimerServiceConfig } from "../config/config.js";
 import type { Clock } from "../app/clock.js";
 import type { Logger } from "../app/logger.js";
@@ -9,6 +9,7 @@ import { TimerQueryService } from "../app/queries/timer-query-service.js";
 import { RETENTION_INTERVAL_MS, RetentionLoop } from "../app/retention/retention-loop.js";
 import { PrometheusQueryMetrics } from "../adapters/metrics/prometheus-query-metrics.js";
 import { NatsQueryService } from "../adapters/nats/nats-query-service.js";
+import { watchConfirmedTenants } from "../adapters/nats/confirmed-tenants.js";
 import { timerQueryRoutes, type HttpRoutes } from "../adapters/http/timer-query-routes.js";
 import { OperatorActions, type CommandSender } from "../app/admin/operator-actions.js";
 import { PrometheusAdminMetrics } from "../adapters/metrics/prometheus-admin-metrics.js";
@@ -34,6 +35,7 @@ export class QueriesAndRetention {
   readonly #queryService: TimerQueryService;
   readonly #retentionLoop: RetentionLoop;
   #commandSender: CommandSender | undefined;
+  #confirmedTenants: Subscription | undefined;
 
   constructor(private readonly deps: QueriesAndRetentionDeps) {
     const { config, clock, logger, registry } = deps;
@@ -65,8 +67,19 @@ export class QueriesAndRetention {
     this.#commandSender = sender;
   }
 
+  /** A confirmed command of the tenant committed here (CONTRACT §19): `stats` answers shared before it are dropped. */
+  commandConfirmed(tenantId: string): void {
+    this.#queryService.commandConfirmed(tenantId);
+  }
+
   /** Serves the NATS endpoints and starts retention: with the work, once this instance may work (SQLite lease). */
   async start(connection: NatsConnection): Promise<void> {
+    // On a shared store other instances commit commands too: their outcomes tell which tenants changed.
+    if (this.deps.storage.shared && this.#confirmedTenants === undefined) {
+      this.#confirmedTenants = watchConfirmedTenants(connection, this.deps.config.subjectPrefix, (tenantId) =>
+        this.#queryService.commandConfirmed(tenantId),
+      );
+    }
     this.#nats ??= await NatsQueryService.start(connection, this.#queryService, {
       subjectPrefix: this.deps.config.subjectPrefix,
       version: VERSION,
@@ -76,6 +89,8 @@ export class QueriesAndRetention {
   }
 
   async stop(): Promise<void> {
+    this.#confirmedTenants?.unsubscribe();
+    this.#confirmedTenants = undefined;
     await this.#nats?.stop();
     this.#nats = undefined;
     await this.#retentionLoop.stop();

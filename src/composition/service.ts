@@ -23,6 +23,7 @@ import { ADMIN_DISABLED } from "../adapters/http/timer-query-routes.js";
 import { JetStreamEventPublisher } from "../adapters/nats/jetstream-event-publisher.js";
 import { JetStreamAckTracker } from "../adapters/nats/jetstream-ack-tracker.js";
 import { JetStreamCommandSender } from "../adapters/nats/jetstream-command-sender.js";
+import { NatsCommandOutcomes } from "../adapters/nats/nats-command-outcomes.js";
 import { NatsCommandConsumer } from "../adapters/nats/nats-command-consumer.js";
 import { JetStreamConsumerLease } from "../adapters/nats/jetstream-consumer-lease.js";
 import { watchStorageOutage } from "../app/storage-outage-log.js";
@@ -179,6 +180,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   const sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger, batchSize: 1_000, idleCheckMs: 5_000 });
   loop = new DueTimerLoop({ worker, store, clock, logger, pollingIntervalMs: config.pollingIntervalMs });
   const runningLoop = loop;
+  const natsOutcomes = new NatsCommandOutcomes(connectedBroker.connection, { subjectPrefix: config.subjectPrefix, logger });
   const processor = new TimerCommandProcessor({
     decoder: new CommandDecoder({
       subjectPrefix: config.subjectPrefix,
@@ -199,6 +201,13 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     maxPendingPerTenant: config.maxPendingPerTenant,
     onDeadline: (deadlineAtMs) => deadlineLoop.wake(deadlineAtMs),
     retentionMs: config.storage.retentionMs,
+    // CONTRACT §19: this instance's shared stats answers are dropped before the outcome goes out.
+    outcomes: {
+      send: (outcome) => {
+        if (outcome.outcome !== "rejected") queriesAndRetention.commandConfirmed(outcome.tenantId);
+        natsOutcomes.send(outcome);
+      },
+    },
   });
   const commandConsumer = new NatsCommandConsumer(connectedBroker.js, processor, {
     stream: config.commandsStream,

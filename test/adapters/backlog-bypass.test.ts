@@ -1,5 +1,5 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CommandSettlement } from "../../src/app/commands/timer-command-processor.js";
 import { JetStreamBacklogBypass, BYPASS_BACKLOG_MIN } from "../../src/adapters/nats/jetstream-backlog-bypass.js";
@@ -109,6 +109,26 @@ describe("backlog bypass", () => {
     expect(await storedFor(topology, FLOODING)).toBe(BYPASS_BACKLOG_MIN + 500);
     // Nothing left to read: the next round hands over nothing.
     expect(await bypass.round()).toBe(0);
+  });
+
+  it("when a bypassed command was sent with Timer-Confirm: 1, then it asks for its outcome as a delivered one would; one without does not", async () => {
+    const { topology, sources } = await setUp();
+    const [b] = sharing;
+    await flood(topology, BYPASS_BACKLOG_MIN + 10);
+    const confirm = natsHeaders();
+    confirm.set("Timer-Confirm", "1");
+    const js = jetstream(nc);
+    await js.publish(`${topology.subjectPrefix}.commands.schedule.${b}`, "confirmed", { headers: confirm });
+    await js.publish(`${topology.subjectPrefix}.commands.schedule.${b}`, "silent");
+    const { bypass, handed } = bypassWith(topology, sources, () => ({ kind: "ack" }));
+
+    expect(await bypass.round()).toBe(2);
+    await bypass.settled();
+
+    expect(handed.map((h) => [decoder.decode(h.body), h.confirm])).toEqual([
+      ["confirmed", true],
+      ["silent", false],
+    ]);
   });
 
   it("when the consumer has delivered a tenant's first command, then only its later ones are read", async () => {

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { NatsServerProcess } from "../support/nats-server.js";
 import { repoRoot, startService, type RunningService } from "./ops-support.js";
@@ -161,6 +161,27 @@ describe("deploy/nats/tenant-accounts.conf, used by clients", () => {
     expect(received).toBe('{"type":"DueTimeReached"}');
   });
 
+  it("when acme subscribes to globex's outcomes, then the server closes the subscription with a permissions violation", async () => {
+    const sub = acme.subscribe("timer.outcomes.globex");
+
+    const closedWith = await closedWithin(sub.closed, 5_000);
+
+    expect(String(closedWith)).toMatch(/permissions violation for subscription to "timer\.outcomes\.globex"/i);
+  });
+
+  it("when the service publishes outcomes for acme and globex, then acme receives its own and never globex's", async () => {
+    const sub = acme.subscribe("timer.outcomes.acme", { max: 2 });
+    await acme.flush();
+
+    service.publish("timer.outcomes.globex", '{"type":"CommandOutcome","commandId":"globex-1"}');
+    service.publish("timer.outcomes.acme", '{"type":"CommandOutcome","commandId":"acme-1"}');
+    service.publish("timer.outcomes.acme", '{"type":"CommandOutcome","commandId":"acme-2"}');
+    const received: string[] = [];
+    for await (const msg of sub) received.push(msg.string()); // ends after `max` messages
+
+    expect(received).toEqual(['{"type":"CommandOutcome","commandId":"acme-1"}', '{"type":"CommandOutcome","commandId":"acme-2"}']);
+  });
+
   it("when the service user pulls a command through a durable consumer, then it may ack it", async () => {
     const jsm = await jetstreamManager(service);
     await jsm.consumers.add("TIMER_COMMANDS", { durable_name: "timer-service", ack_policy: AckPolicy.Explicit });
@@ -228,6 +249,29 @@ describe("deploy/nats/tenant-accounts.conf, used by the real service", () => {
       tenantId: "acme",
       payload: { tenantId: "acme", serviceCallId: "perm-call-1", dueAt: "2020-01-01T00:00:00.000Z" },
     });
+  });
+
+  it("when acme sends a command with Timer-Confirm: 1, then acme receives its CommandOutcome", async () => {
+    const sub = acme!.subscribe("timer.outcomes.acme", { max: 1 });
+    await acme!.flush();
+    const headers = natsHeaders();
+    headers.set("Timer-Confirm", "1");
+
+    await jetstream(acme!).publish(
+      "timer.commands.schedule.acme",
+      JSON.stringify({
+        id: "perm-confirm-1",
+        type: "ScheduleTimer",
+        tenantId: "acme",
+        timestampMs: Date.now(),
+        payload: { tenantId: "acme", serviceCallId: "perm-confirm-1", dueAt: new Date(Date.now() + 3_600_000).toISOString() },
+      }),
+      { headers },
+    );
+    const outcome = await nextText(sub);
+
+    expect(outcome, service!.logLines.slice(-20).join("\n")).toBeDefined();
+    expect(JSON.parse(outcome!)).toMatchObject({ type: "CommandOutcome", commandId: "perm-confirm-1", outcome: "applied" });
   });
 
   it("when acme sends an invalid command, then acme receives the CommandRejected", async () => {

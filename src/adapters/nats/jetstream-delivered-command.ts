@@ -2,6 +2,7 @@ import type { JsMsg } from "@nats-io/jetstream";
 import type { CommandSettlement } from "../../app/commands/timer-command-processor.js";
 import type { TraceContext } from "../../domain/trace-context.js";
 import { traceFromHeaders } from "../tracing/nats-trace-headers.js";
+import { asksForConfirmation } from "./confirm-header.js";
 import type { ReceivedCommand } from "./received-command.js";
 
 /**
@@ -39,6 +40,11 @@ export class JetStreamDeliveredCommand implements ReceivedCommand {
   /** The W3C trace context of the message's headers (CONTRACT §13); read once, by the decoder. */
   get trace(): TraceContext | undefined {
     return traceFromHeaders(() => this.message.headers);
+  }
+
+  /** `Timer-Confirm: 1` (CONTRACT §19); read by the processor only once the command is decided. */
+  get confirm(): boolean {
+    return asksForConfirmation(() => this.message.headers);
   }
 
   settle(settlement: CommandSettlement | undefined): void {

@@ -2,6 +2,7 @@ import type { StoredMsg } from "@nats-io/jetstream";
 import type { CommandSettlement } from "../../app/commands/timer-command-processor.js";
 import type { TraceContext } from "../../domain/trace-context.js";
 import { traceFromHeaders } from "../tracing/nats-trace-headers.js";
+import { asksForConfirmation } from "./confirm-header.js";
 import type { ReceivedCommand } from "./received-command.js";
 
 /**
@@ -36,6 +37,11 @@ export class StoredDeliveredCommand implements ReceivedCommand {
 
   get trace(): TraceContext | undefined {
     return traceFromHeaders(() => this.message.header);
+  }
+
+  /** `Timer-Confirm: 1` (CONTRACT §19); read by the processor only once the command is decided. */
+  get confirm(): boolean {
+    return asksForConfirmation(() => this.message.header);
   }
 
   settle(settlement: CommandSettlement | undefined): void {

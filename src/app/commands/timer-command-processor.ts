@@ -13,6 +13,8 @@ import { isTenantId, UNKNOWN_TENANT } from "./command-text.js";
 import { parseCommandSubject } from "../subjects.js";
 import { doublingBackoffMs } from "../doubling-backoff.js";
 import { mapInSlices } from "../in-slices.js";
+import { commandIdOf, type CommandOutcomes, type OutcomeTimer } from "./command-outcomes.js";
+import { decisionOutcome, outcomeTimer } from "./decision-outcome.js";
 
 /** What the broker is to do with one command message; mapped one-to-one onto ack / nak / term. */
 export type CommandSettlement =
@@ -21,6 +23,8 @@ export type CommandSettlement =
 /** A command message as the processor needs it: the raw message plus how often it was delivered. */
 export interface DeliveredCommand extends RawCommand {
   readonly deliveryCount: number;
+  /** Sent with `Timer-Confirm: 1` (CONTRACT §19): its outcome is sent once decided. Read only with `outcomes`. */
+  readonly confirm?: boolean;
 }
 
 const ACK: CommandSettlement = { kind: "ack" };
@@ -68,6 +72,8 @@ export interface TimerCommandProcessorDeps {
   readonly maxPendingPerTenant?: number;
   /** Spans of stored commands (CONTRACT §13); absent: none. */
   readonly tracing?: Pick<TimerTracing, "startCommand">;
+  /** Where the outcomes of commands sent with `Timer-Confirm: 1` go (CONTRACT §19); absent: none is sent. */
+  readonly outcomes?: CommandOutcomes;
 }
 
 /**
@@ -145,7 +151,8 @@ export class TimerCommandProcessor {
           const reason =
             decision.reason ??
             `tenant ${v.command.tenantId} has ${this.deps.maxPendingPerTenant} Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)`;
-          rejected.push(this.reject(message, v.type, v.refusal(decision.code, reason)).then((s) => void (settlements[v.index] = s)));
+          const timer = decision.previous === undefined ? undefined : outcomeTimer(decision.previous);
+          rejected.push(this.reject(message, v.type, v.refusal(decision.code, reason), timer).then((s) => void (settlements[v.index] = s)));
           return;
         }
         if (decision?.outcome === "ignored" && decision.retryLater === true && message.deliveryCount < REPORT_RETRY_DELIVERIES) {
@@ -153,7 +160,11 @@ export class TimerCommandProcessor {
           return;
         }
         settlements[v.index] = applied === undefined ? { kind: "nak", delayMs: redeliveryDelayMs(message.deliveryCount) } : ACK;
-        if (decision !== undefined) this.deps.metrics.commandHandled(v.type, decision.outcome);
+        if (decision !== undefined) {
+          this.deps.metrics.commandHandled(v.type, decision.outcome);
+          // After the commit (applyNow returned): a query made once the outcome arrives sees the command.
+          if (this.deps.outcomes !== undefined && message.confirm === true) this.confirmStored(message, v.command, decision);
+        }
       });
     }
     await Promise.all(rejected);
@@ -278,11 +289,33 @@ export class TimerCommandProcessor {
     if (failed > 0) this.deps.metrics.deliveriesCounted("failed", failed);
   }
 
-  /** Publishes the rejection, then settles: term once it is out, retry later if it could not be sent. */
+  /** Sends the outcome of a stored command (applied or ignored, and why) to the sender who asked for it. */
+  private confirmStored(message: DeliveredCommand, command: TimerCommand, decision: AppliedDecision): void {
+    if (decision.outcome === "refused") return;
+    const { outcome, reason, timer } = decisionOutcome(command, decision, {
+      nowMs: this.deps.clock.now(),
+      retentionMs: this.deps.retentionMs ?? 0,
+      deliveryCount: message.deliveryCount,
+    });
+    this.deps.outcomes!.send({
+      tenantId: command.tenantId,
+      commandId: commandIdOf(message),
+      ...(command.kind === "cancelPrefix" ? {} : { serviceCallId: command.serviceCallId }),
+      outcome,
+      reason,
+      ...(timer === undefined ? {} : { timer }),
+    });
+  }
+
+  /**
+   * Publishes the rejection, then settles: term once it is out, retry later if it could not be sent.
+   * Its outcome, when asked for, follows the published rejection (`timer`: the timer a store's rule left as it was).
+   */
   private async reject(
     message: DeliveredCommand,
     type: CommandType,
     rejection: Parameters<TimerEventPublisher["publishCommandRejected"]>[0],
+    timer?: OutcomeTimer,
   ): Promise<CommandSettlement> {
     const { publisher, metrics, logger } = this.deps;
     try {
@@ -296,6 +329,17 @@ export class TimerCommandProcessor {
     }
     metrics.commandHandled(type, "rejected");
     metrics.commandRejected(rejection.code);
+    if (this.deps.outcomes !== undefined && message.confirm === true) {
+      this.deps.outcomes.send({
+        tenantId: rejection.tenant,
+        commandId: rejection.commandId ?? commandIdOf(message),
+        ...(rejection.serviceCallId === undefined ? {} : { serviceCallId: rejection.serviceCallId }),
+        outcome: "rejected",
+        code: rejection.code,
+        reason: rejection.reason,
+        ...(timer === undefined ? {} : { timer }),
+      });
+    }
     logger.warn(
       {
         subject: message.subject,

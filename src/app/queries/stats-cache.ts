@@ -16,6 +16,15 @@ export class StatsCache {
     private readonly maxTenants = 10_000,
   ) {}
 
+  /**
+   * Drops the tenant's shared answer (and a count still running, which may have started before the
+   * change): the next request counts again. Called when a confirmed command of the tenant committed,
+   * so that a `stats` asked after its `CommandOutcome` sees it (CONTRACT §19).
+   */
+  forget(tenantId: string): void {
+    this.#entries.delete(tenantId);
+  }
+
   get(tenantId: string, count: () => Promise<TimerCounts>): Promise<TimerCounts> {
     const nowMs = this.clock.now();
     const cached = this.#entries.get(tenantId);

@@ -94,6 +94,11 @@ export class TimerQueryService {
     return reply;
   }
 
+  /** A confirmed command of the tenant committed (CONTRACT §19): `stats` counts again rather than share an older answer. */
+  commandConfirmed(tenantId: string): void {
+    this.#stats.forget(tenantId);
+  }
+
   /**
    * What is coming for the admin page's chart (not one of the §8 endpoints): the tenant's
    * `Scheduled` timers overdue now and due in each of the next 24 hours from now, each part counted up to

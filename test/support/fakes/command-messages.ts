@@ -10,6 +10,8 @@ export interface RawOptions {
   readonly brokerTimestampMs?: number;
   readonly sourceId?: string;
   readonly deliveryCount?: number;
+  /** Sent with `Timer-Confirm: 1` (CONTRACT §19). */
+  readonly confirm?: boolean;
 }
 
 const encoder = new TextEncoder();
@@ -23,6 +25,7 @@ export function rawCommand(subject: string, body: unknown, options: RawOptions =
     brokerTimestampMs: options.brokerTimestampMs ?? T0,
     sourceId: options.sourceId ?? `TIMER_COMMANDS:${++sequence}`,
     deliveryCount: options.deliveryCount ?? 1,
+    ...(options.confirm === undefined ? {} : { confirm: options.confirm }),
   };
 }
 
