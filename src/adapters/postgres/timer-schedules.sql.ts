@@ -45,6 +45,7 @@ export const ARRAY_TYPES: Readonly<Record<string, string>> = {
   trace_flags: "integer[]",
   trace_state: "text[]",
   trace_span_id: "text[]",
+  history: "text[]",
 };
 
 /** The trace members of a timer (CONTRACT §13), as its events need them. */
