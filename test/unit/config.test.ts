@@ -28,6 +28,7 @@ describe("loadConfig: defaults (CONTRACT §4)", () => {
       maxHorizonDays: 3650,
       maxClockSkewMs: 86_400_000,
       maxPendingPerTenant: 0,
+      historyEntries: 20,
       httpPort: 8080,
       httpHost: "0.0.0.0",
       logLevel: "info",

@@ -90,6 +90,7 @@ export class SqliteWriter {
           : { scheduledCounts: new Map(tenants.map((t) => [t, sql.countScheduledOfTenant.get(t)?.count ?? 0])) }),
       });
       for (const timer of batch.changed) sql.upsert.run(timerColumnValues(timer));
+      for (const { tenantId, serviceCallId, history } of batch.histories) sql.updateHistory.run(history, tenantId, serviceCallId);
       for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
       sql.raiseEarliest(tenantsWithEarliestRaised(batch.decisions));
       return { decisions: batch.decisions, cancels: batch.cancels };
@@ -124,7 +125,8 @@ export class SqliteWriter {
         const { tenantId, serviceCallId, dueAtMs, generation, next } = firings[i]!;
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs, tracking } = next;
         if (index.size > 0 && firingOverriddenByPrefixCancel(index.latestFor(tenantId, serviceCallId), next)) continue;
-        const changes = sql.recordFiring.run(
+        const { history } = firings[i]!;
+        const values = [
           state,
           next.dueAtMs,
           occurrence,
@@ -138,6 +140,9 @@ export class SqliteWriter {
           serviceCallId,
           dueAtMs,
           generation,
+        ];
+        const changes = (
+          history === undefined ? sql.recordFiring.run(values) : sql.recordFiringWithHistory.run(history.entry, history.keep, values)
         ).changes;
         if (changes === 1) {
           recorded[i] = true;
@@ -151,7 +156,7 @@ export class SqliteWriter {
 
     this.#recordDeadlines = db.transaction((records: readonly DeadlineRecord[]) => {
       const recorded: TimerKey[] = [];
-      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next } of records) {
+      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next, history } of records) {
         const changes = sql.recordDeadline.run({
           tenantId,
           serviceCallId,
@@ -163,6 +168,8 @@ export class SqliteWriter {
           nextDeadlineAtMs: next.deadlineAtMs,
           lastReason: next.lastReason,
           updatedAtMs: next.updatedAtMs,
+          historyEntry: history?.entry ?? null,
+          historyKeep: history?.keep ?? 0,
         }).changes;
         if (changes === 1) recorded.push({ tenantId, serviceCallId });
       }

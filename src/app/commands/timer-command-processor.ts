@@ -13,6 +13,7 @@ import { isTenantId, UNKNOWN_TENANT } from "./command-text.js";
 import { parseCommandSubject } from "../subjects.js";
 import { doublingBackoffMs } from "../doubling-backoff.js";
 import { mapInSlices } from "../in-slices.js";
+import type { CommandNote } from "../../domain/timer-history.js";
 
 /** What the broker is to do with one command message; mapped one-to-one onto ack / nak / term. */
 export type CommandSettlement =
@@ -27,7 +28,7 @@ const ACK: CommandSettlement = { kind: "ack" };
 
 /** A batch's place in the order of applies (TimerCommandProcessor.applyTurn). */
 interface ApplyTurn {
-  readonly apply: (commands: TimerCommand[]) => Promise<AppliedDecision[] | undefined>;
+  readonly apply: (commands: TimerCommand[], notes?: CommandNote[]) => Promise<AppliedDecision[] | undefined>;
   readonly end: () => void;
 }
 /** Decoding between two turns of the event loop. */
@@ -68,6 +69,8 @@ export interface TimerCommandProcessorDeps {
   readonly maxPendingPerTenant?: number;
   /** Spans of stored commands (CONTRACT §13); absent: none. */
   readonly tracing?: Pick<TimerTracing, "startCommand">;
+  /** TIMER_HISTORY_ENTRIES (CONTRACT §19): entries each timer's history keeps; 0 or absent: none. */
+  readonly historyEntries?: number;
 }
 
 /**
@@ -121,7 +124,14 @@ export class TimerCommandProcessor {
 
   private async processInTurn(batch: readonly DeliveredCommand[], turn: ApplyTurn): Promise<CommandSettlement[]> {
     const settlements = new Array<CommandSettlement>(batch.length);
-    const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal; span: CommandSpan | undefined }[] = [];
+    const valid: {
+      index: number;
+      type: CommandType;
+      command: TimerCommand;
+      refusal: Refusal;
+      span: CommandSpan | undefined;
+      note: CommandNote;
+    }[] = [];
     const rejected: Promise<void>[] = [];
     // In slices: the answers of a store working on the batch before (its read, its commit) are
     // taken between them, so that the store does not wait for this whole batch's decoding.
@@ -129,13 +139,18 @@ export class TimerCommandProcessor {
       const decoded = this.decode(message);
       if (decoded.ok) {
         const { command, span } = this.startSpan(message, decoded);
-        valid.push({ index, type: decoded.type, refusal: decoded.refusal, command, span });
+        const note = { commandId: decoded.commandId, traceId: span?.trace.traceId ?? decoded.trace.traceId };
+        valid.push({ index, type: decoded.type, refusal: decoded.refusal, command, span, note });
       } else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
     });
     // Nothing to apply: the turn passes on now, not after the rejections are published.
     if (valid.length === 0) turn.end();
     else {
-      const applied = await turn.apply(valid.map((v) => v.command));
+      const history = (this.deps.historyEntries ?? 0) > 0;
+      const applied = await turn.apply(
+        valid.map((v) => v.command),
+        history ? valid.map((v) => v.note) : undefined,
+      );
       valid.forEach((v, i) => {
         const decision = applied?.[i];
         v.span?.end(decision?.outcome ?? "not stored");
@@ -215,10 +230,10 @@ export class TimerCommandProcessor {
     this.#lastApply = previous.then(() => ended);
     const inCallOrder = this.deps.store.appliesInCallOrder === true;
     return {
-      apply: async (commands) => {
+      apply: async (commands, notes) => {
         await previous;
         // applyNow hands the batch to the store before it first awaits.
-        const applying = this.applyNow(commands);
+        const applying = this.applyNow(commands, notes);
         if (inCallOrder) end();
         try {
           return await applying;
@@ -232,7 +247,7 @@ export class TimerCommandProcessor {
   }
 
   /** Commits the commands; undefined when storage failed (nothing was committed). */
-  private async applyNow(commands: TimerCommand[]): Promise<AppliedDecision[] | undefined> {
+  private async applyNow(commands: TimerCommand[], notes?: CommandNote[]): Promise<AppliedDecision[] | undefined> {
     const { store, clock, metrics, logger } = this.deps;
     let decisions: AppliedDecision[];
     try {
@@ -241,6 +256,7 @@ export class TimerCommandProcessor {
         nowMs: clock.now(),
         maxPendingPerTenant: this.deps.maxPendingPerTenant ?? 0,
         retentionMs: this.deps.retentionMs ?? 0,
+        ...(notes === undefined ? {} : { historyEntries: this.deps.historyEntries, commandNotes: notes }),
       });
     } catch (error) {
       logger.error({ err: error, commands: commands.length }, "storing commands failed; they will be redelivered");
