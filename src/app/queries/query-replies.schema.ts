@@ -46,8 +46,8 @@ export const historyEntrySchema = z.discriminatedUnion("kind", [
     timestampMs: count,
     traceId: z.string().optional(),
     outcome: z.enum(["applied", "ignored", "rejected"]),
-    reason: z.string().optional(),
     code: z.string().optional(),
+    reason: z.string().optional(),
     operator: z.object({ via: z.enum(["http", "nats"]), token: z.boolean() }).optional(),
   }),
   z.object({
