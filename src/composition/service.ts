@@ -139,8 +139,17 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   const calendar = new CronerCalendar();
   // Completion tracking (CONTRACT §11): retries and completion time-outs of Fired timers.
   // What both firing workers share: where they read and write, publish, and whose claims they take.
-  const firing = { store, publisher, clock, metrics, logger, batchSize: config.batchSize, owner, claimTtlMs: config.storage.claimTtlMs,
-    historyEntries: config.historyEntries };
+  const firing = {
+    store,
+    publisher,
+    clock,
+    metrics,
+    logger,
+    batchSize: config.batchSize,
+    owner,
+    claimTtlMs: config.storage.claimTtlMs,
+    historyEntries: config.historyEntries,
+  };
   const deadlineLoop = new DeliveryDeadlineLoop({
     worker: new DeliveryDeadlinePoll(firing),
     store,

@@ -141,7 +141,9 @@ export function describeTimerHistoryContract(name: string, open: () => Promise<T
     });
 
     it("when a recurring timer fires, then the entry names the occurrence", async () => {
-      await apply([schedule("e-1", 1, NOW - 10, { repeat: { everyMs: 60_000, untilMs: null, maxOccurrences: null, firstDueAtMs: NOW - 10 } })]);
+      await apply([
+        schedule("e-1", 1, NOW - 10, { repeat: { everyMs: 60_000, untilMs: null, maxOccurrences: null, firstDueAtMs: NOW - 10 } }),
+      ]);
       await fireDue(NOW);
       expect((await historyOf("e-1")).at(-1)).toMatchObject({ kind: "fired", occurrence: 1, published: true });
     });
@@ -177,7 +179,10 @@ export function describeTimerHistoryContract(name: string, open: () => Promise<T
     });
 
     it("when more entries come than are kept, then the oldest go first, for commands and firings alike", async () => {
-      await apply([1, 2, 3, 4, 5].map((ts) => schedule("b-1", ts, NOW - 1000 + ts)), { historyEntries: 3 });
+      await apply(
+        [1, 2, 3, 4, 5].map((ts) => schedule("b-1", ts, NOW - 1000 + ts)),
+        { historyEntries: 3 },
+      );
       expect((await historyOf("b-1")).map((e) => (e.kind === "command" ? e.timestampMs : e.kind))).toEqual([3, 4, 5]);
       await fireDue(NOW, 3);
       expect((await historyOf("b-1")).map((e) => (e.kind === "command" ? e.timestampMs : e.kind))).toEqual([4, 5, "fired"]);

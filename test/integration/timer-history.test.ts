@@ -53,7 +53,13 @@ describe("a timer's history over NATS and HTTP", () => {
     await client.cancel(tenant, "order-1", { id: "cancel-old", timestampMs: sent - 1_000 });
     await client.waitForDue(tenant, "order-1");
     const history = await historyOf(tenant, "order-1", 3);
-    expect(history[0]).toMatchObject({ kind: "command", type: "ScheduleTimer", commandId: "sched-1", timestampMs: sent, outcome: "applied" });
+    expect(history[0]).toMatchObject({
+      kind: "command",
+      type: "ScheduleTimer",
+      commandId: "sched-1",
+      timestampMs: sent,
+      outcome: "applied",
+    });
     expect(history[0].at).toMatch(UTC_MS);
     expect(history[0].traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(history[1]).toMatchObject({

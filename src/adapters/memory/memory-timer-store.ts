@@ -144,7 +144,8 @@ export class MemoryTimerStore implements TimerStore {
       const current = stored.get(key);
       if (current?.state !== "Fired" || (current.attempt ?? 1) !== record.attempt || current.deadlineAtMs !== record.deadlineAtMs) continue;
       if (this.#heldByOther(key, owner, record.next.updatedAtMs)) continue;
-      const history = record.history === undefined ? {} : { history: appendHistory(current.history, record.history.entry, record.history.keep) };
+      const history =
+        record.history === undefined ? {} : { history: appendHistory(current.history, record.history.entry, record.history.keep) };
       stored.set(key, { ...current, ...record.next, ...history });
       this.#claims.delete(key);
       recorded.push({ tenantId: record.tenantId, serviceCallId: record.serviceCallId });
@@ -171,7 +172,8 @@ export class MemoryTimerStore implements TimerStore {
       if (firingOverriddenByPrefixCancel(this.#prefixIndex.latestFor(firing.tenantId, firing.serviceCallId), firing.next)) continue;
       // commandTs only grows: a command may have moved it after the timer was read.
       const { tracking, ...next } = firing.next;
-      const history = firing.history === undefined ? {} : { history: appendHistory(current.history, firing.history.entry, firing.history.keep) };
+      const history =
+        firing.history === undefined ? {} : { history: appendHistory(current.history, firing.history.entry, firing.history.keep) };
       stored.set(key, { ...current, ...next, ...tracking, ...history, commandTs: Math.max(current.commandTs, firing.next.commandTs) });
       this.#claims.delete(key);
       recorded.push({ tenantId: firing.tenantId, serviceCallId: firing.serviceCallId });
