@@ -72,9 +72,11 @@ export interface HistoryAppend {
 /** Ids of the commands the HTTP API sends for an operator (CONTRACT §14). */
 export const OPERATOR_COMMAND_ID_PREFIX = "admin-";
 
-/** Every entry's text starts so; inside a JSON string a quote is escaped, so this only occurs between entries. */
+/**
+ * How every entry's text starts, and where only an entry starts: inside a JSON string a quote is
+ * escaped, and no member of an entry is an object whose first member is `at`.
+ */
 const ENTRY_START = '{"at":';
-const SEPARATOR = "," + ENTRY_START;
 
 const COMMAND_TYPES: Readonly<Record<KeyCommand["kind"], string>> = {
   schedule: "ScheduleTimer",
@@ -84,8 +86,16 @@ const COMMAND_TYPES: Readonly<Record<KeyCommand["kind"], string>> = {
   fail: "TimerFailed",
 };
 
+/** The last instant formatted: the entries of one batch share their instant, and formatting one costs more than the rest of an entry. */
+let lastAtMs = Number.NaN;
+let lastAt = "";
+
 function at(nowMs: number): string {
-  return `{"at":"${new Date(nowMs).toISOString()}"`;
+  if (nowMs !== lastAtMs) {
+    lastAt = `{"at":"${new Date(nowMs).toISOString()}"`;
+    lastAtMs = nowMs;
+  }
+  return lastAt;
 }
 
 /** The entry of a command that reached a timer, as JSON text. */
@@ -139,14 +149,16 @@ export function timeoutEntry(nowMs: number, attempt: number, then: string): stri
  * entries (the oldest dropped first). Pure; the SQL stores apply the same rule where they append.
  */
 export function appendHistory(stored: string | null | undefined, entry: string, keep: number): string {
-  const appended = stored == null || stored.length <= 2 ? `[${entry}]` : `${stored.slice(0, -1)},${entry}]`;
-  let count = 0;
-  for (let i = appended.indexOf(ENTRY_START); i !== -1; i = appended.indexOf(ENTRY_START, i + ENTRY_START.length)) count++;
-  if (count <= keep) return appended;
-  // Drop the first `count - keep` entries: cut after the separator that ends the last dropped one.
-  let cut = 0;
-  for (let dropped = 0; dropped < count - keep; dropped++) cut = appended.indexOf(SEPARATOR, cut + 1);
-  return `[${appended.slice(cut + 1)}`;
+  if (stored == null || stored.length <= 2 || keep <= 1) return `[${entry}]`;
+  // Searched forward for a pattern this short: no search table is built per call.
+  let entries = 0;
+  for (let i = stored.indexOf(ENTRY_START); i !== -1; i = stored.indexOf(ENTRY_START, i + ENTRY_START.length)) entries++;
+  const drop = entries + 1 - keep;
+  if (drop <= 0) return `${stored.slice(0, -1)},${entry}]`;
+  // Kept from the start of the entry after the dropped ones.
+  let start = -1;
+  for (let found = 0; found <= drop; found++) start = stored.indexOf(ENTRY_START, start + 1);
+  return `[${stored.slice(start, -1)},${entry}]`;
 }
 
 /** The stored history as entries, oldest first; none when there is none. */
