@@ -4,7 +4,7 @@ import { timerKeyString, type Timer, type TimerKey } from "../domain/timer.js";
 import type { CancelTimerCommand, KeyCommand, TimerCommand } from "../domain/timer-command.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../domain/prefix-cancel.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
-import { appendHistory, commandEntry, ignoredReason, type CommandNote } from "../domain/timer-history.js";
+import { appendHistory, commandEntry, ignoredReason, prefixCancelEntry, type CommandNote } from "../domain/timer-history.js";
 
 /**
  * The rules every store applies the same way around the domain's decision (`decideCommand`); each
@@ -188,8 +188,9 @@ export interface SweepStep {
 /**
  * Cancels `batch` (at most `limit` timers of the prefix, after the last step's progress) as a
  * `CancelTimer` at the prefix cancel's timestamp would; a batch shorter than `limit` ends the sweep.
+ * With `historyEntries`, each timer it cancels gains an entry (CONTRACT §19).
  */
-export function decideSweepStep(batch: readonly Timer[], commandTs: number, limit: number, nowMs: number): SweepStep {
+export function decideSweepStep(batch: readonly Timer[], commandTs: number, limit: number, nowMs: number, historyEntries = 0): SweepStep {
   const decisions = batch.map((timer) => {
     const cancel: CancelTimerCommand = {
       kind: "cancel",
@@ -198,7 +199,10 @@ export function decideSweepStep(batch: readonly Timer[], commandTs: number, limi
       correlationId: null,
       timestampMs: commandTs,
     };
-    return decideCommand(timer, cancel, nowMs);
+    const decision = decideCommand(timer, cancel, nowMs);
+    if (historyEntries === 0 || decision.outcome !== "accepted" || decision.next === undefined) return decision;
+    const history = appendHistory(timer.history, prefixCancelEntry(nowMs, commandTs), historyEntries);
+    return { ...decision, next: { ...decision.next, history } };
   });
   const done = batch.length < limit;
   return { decisions, done, progressKey: done ? null : batch[batch.length - 1]!.serviceCallId };

@@ -171,6 +171,8 @@ export interface TimerStore {
     prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
     limit: number,
     nowMs: number,
+    /** TIMER_HISTORY_ENTRIES (CONTRACT §19): each timer cancelled gains an entry; 0 or absent: none. */
+    historyEntries?: number,
   ): Promise<{ readonly decisions: CommandDecision[]; readonly done: boolean }>;
 
   /** The earliest dueAtMs of any `Scheduled` timer, or null when none is scheduled. */

@@ -167,7 +167,15 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     onTracked: (deadlineAtMs) => deadlineLoop.wake(deadlineAtMs),
   });
   // Prefix cancels are applied in the background, 1,000 timers per transaction (CONTRACT §10).
-  const sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger, batchSize: 1_000, idleCheckMs: 5_000 });
+  const sweeper = new PrefixCancelSweeper({
+    store,
+    clock,
+    metrics,
+    logger,
+    batchSize: 1_000,
+    idleCheckMs: 5_000,
+    historyEntries: config.historyEntries,
+  });
   loop = new DueTimerLoop({ worker, store, clock, logger, pollingIntervalMs: config.pollingIntervalMs });
   const runningLoop = loop;
   const processor = new TimerCommandProcessor({

@@ -119,6 +119,11 @@ export function commandEntry(
   return text + "}";
 }
 
+/** The entry of a timer a prefix cancel's background sweep cancelled, as JSON text. */
+export function prefixCancelEntry(nowMs: number, timestampMs: number): string {
+  return `${at(nowMs)},"kind":"command","type":"CancelTimersByPrefix","timestampMs":${timestampMs},"outcome":"applied"}`;
+}
+
 /** The entry of a firing, as JSON text. */
 export function firingEntry(
   nowMs: number,

@@ -109,6 +109,23 @@ export function describeTimerHistoryContract(name: string, open: () => Promise<T
       });
     });
 
+    it("when a prefix cancel's sweep cancels a timer, then the timer's entry names the CancelTimersByPrefix", async () => {
+      await apply([schedule("s-1", 1), schedule("s-2", 1)]);
+      await apply([{ kind: "cancelPrefix", tenantId: TENANT, serviceCallIdPrefix: "s-", correlationId: null, timestampMs: 4 }]);
+      const { decisions } = await harness.store.sweepPrefixCancel({ tenantId: TENANT, serviceCallIdPrefix: "s-" }, 10, NOW, 20);
+      expect(decisions.filter((d) => d.outcome === "accepted")).toHaveLength(2);
+      for (const id of ["s-1", "s-2"]) {
+        expect((await harness.queries.get(key(id)))?.state).toBe("Cancelled");
+        expect((await historyOf(id)).at(-1)).toEqual({
+          at: new Date(NOW).toISOString(),
+          kind: "command",
+          type: "CancelTimersByPrefix",
+          timestampMs: 4,
+          outcome: "applied",
+        });
+      }
+    });
+
     it("when a command is rejected on a stored timer, then its entry carries the code and the reason", async () => {
       await apply([schedule("r-1", 1, NOW - 1)]);
       await fireDue(NOW);

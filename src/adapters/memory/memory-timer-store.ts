@@ -192,6 +192,7 @@ export class MemoryTimerStore implements TimerStore {
     prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
     limit: number,
     nowMs: number,
+    historyEntries = 0,
   ): Promise<{ decisions: CommandDecision[]; done: boolean }> {
     const timers = this.#open();
     const pk = prefixKey(prefix.tenantId, prefix.serviceCallIdPrefix);
@@ -203,7 +204,7 @@ export class MemoryTimerStore implements TimerStore {
       .filter((t) => progressKey === "" || compareCodePoints(t.serviceCallId, progressKey) > 0)
       .sort((a, b) => compareCodePoints(a.serviceCallId, b.serviceCallId))
       .slice(0, limit);
-    const step = decideSweepStep(batch, commandTs, limit, nowMs);
+    const step = decideSweepStep(batch, commandTs, limit, nowMs, historyEntries);
     for (const decision of step.decisions) if (decision.next !== undefined) timers.set(timerKeyString(decision.next), { ...decision.next });
     this.#prefixCancels.set(pk, { ...record, progressKey: step.progressKey });
     return { decisions: step.decisions, done: step.done };

@@ -435,6 +435,7 @@ export class PostgresTimerStore implements TimerStore {
     prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
     limit: number,
     nowMs: number,
+    historyEntries = 0,
   ): Promise<{ readonly decisions: CommandDecision[]; readonly done: boolean }> {
     const { tenantId, serviceCallIdPrefix } = prefix;
     return this.#write(() =>
@@ -457,6 +458,7 @@ export class PostgresTimerStore implements TimerStore {
             record.commandTs,
             limit,
             nowMs,
+            historyEntries,
           );
           const changed = step.decisions.flatMap((d) => (d.next === undefined ? [] : [d.next]));
           if (changed.length > 0) await this.#upsert(client, changed, new Set(changed.map(timerKeyString)));

@@ -70,7 +70,12 @@ export class SqliteWriter {
     rules: DecideRules,
     recordedAtMs: number,
   ) => { readonly decisions: CommandDecision[]; readonly cancels: PrefixCancel[] };
-  readonly #sweep: (prefix: PrefixCancelKey, limit: number, nowMs: number) => { decisions: CommandDecision[]; done: boolean };
+  readonly #sweep: (
+    prefix: PrefixCancelKey,
+    limit: number,
+    nowMs: number,
+    historyEntries: number,
+  ) => { decisions: CommandDecision[]; done: boolean };
   readonly #recordFirings: (firings: readonly Firing[]) => boolean[];
   readonly #recordDeadlines: (records: readonly DeadlineRecord[]) => TimerKey[];
 
@@ -96,7 +101,7 @@ export class SqliteWriter {
       return { decisions: batch.decisions, cancels: batch.cancels };
     }).immediate;
 
-    this.#sweep = db.transaction((prefix: PrefixCancelKey, limit: number, nowMs: number) => {
+    this.#sweep = db.transaction((prefix: PrefixCancelKey, limit: number, nowMs: number, historyEntries: number) => {
       const record = sql.selectPrefixCancel.get(prefix);
       if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
       const rows = sql.sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
@@ -110,6 +115,7 @@ export class SqliteWriter {
         record.commandTs,
         limit,
         nowMs,
+        historyEntries,
       );
       for (const decision of step.decisions) if (decision.next !== undefined) sql.upsert.run(timerColumnValues(decision.next));
       sql.raiseEarliest(tenantsWithEarliestRaised(step.decisions));
@@ -190,9 +196,14 @@ export class SqliteWriter {
     return { decisions: decisions.map(appliedDecision), cancels };
   }
 
-  sweepPrefixCancel(prefix: PrefixCancelKey, limit: number, nowMs: number): { decisions: CommandDecision[]; done: boolean } {
+  sweepPrefixCancel(
+    prefix: PrefixCancelKey,
+    limit: number,
+    nowMs: number,
+    historyEntries = 0,
+  ): { decisions: CommandDecision[]; done: boolean } {
     const { tenantId, serviceCallIdPrefix } = prefix;
-    return this.#sweep({ tenantId, serviceCallIdPrefix }, limit, nowMs);
+    return this.#sweep({ tenantId, serviceCallIdPrefix }, limit, nowMs, historyEntries);
   }
 
   /** The firings of several calls in one transaction; the recorded keys of each call. */
