@@ -28,7 +28,7 @@ const ACK: CommandSettlement = { kind: "ack" };
 
 /** A batch's place in the order of applies (TimerCommandProcessor.applyTurn). */
 interface ApplyTurn {
-  readonly apply: (commands: TimerCommand[], notes?: CommandNote[]) => Promise<AppliedDecision[] | undefined>;
+  readonly apply: (commands: TimerCommand[], notes?: (CommandNote | undefined)[]) => Promise<AppliedDecision[] | undefined>;
   readonly end: () => void;
 }
 /** Decoding between two turns of the event loop. */
@@ -124,13 +124,15 @@ export class TimerCommandProcessor {
 
   private async processInTurn(batch: readonly DeliveredCommand[], turn: ApplyTurn): Promise<CommandSettlement[]> {
     const settlements = new Array<CommandSettlement>(batch.length);
+    // What a timer's history records of each command beyond the command; nothing when none is kept.
+    const history = (this.deps.historyEntries ?? 0) > 0;
     const valid: {
       index: number;
       type: CommandType;
       command: TimerCommand;
       refusal: Refusal;
       span: CommandSpan | undefined;
-      note: CommandNote;
+      note: CommandNote | undefined;
     }[] = [];
     const rejected: Promise<void>[] = [];
     // In slices: the answers of a store working on the batch before (its read, its commit) are
@@ -139,14 +141,13 @@ export class TimerCommandProcessor {
       const decoded = this.decode(message);
       if (decoded.ok) {
         const { command, span } = this.startSpan(message, decoded);
-        const note = { commandId: decoded.commandId, traceId: span?.trace.traceId ?? decoded.trace.traceId };
+        const note = history ? { commandId: decoded.commandId, traceId: span?.trace.traceId ?? decoded.trace.traceId } : undefined;
         valid.push({ index, type: decoded.type, refusal: decoded.refusal, command, span, note });
       } else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
     });
     // Nothing to apply: the turn passes on now, not after the rejections are published.
     if (valid.length === 0) turn.end();
     else {
-      const history = (this.deps.historyEntries ?? 0) > 0;
       const applied = await turn.apply(
         valid.map((v) => v.command),
         history ? valid.map((v) => v.note) : undefined,
@@ -247,7 +248,7 @@ export class TimerCommandProcessor {
   }
 
   /** Commits the commands; undefined when storage failed (nothing was committed). */
-  private async applyNow(commands: TimerCommand[], notes?: CommandNote[]): Promise<AppliedDecision[] | undefined> {
+  private async applyNow(commands: TimerCommand[], notes?: (CommandNote | undefined)[]): Promise<AppliedDecision[] | undefined> {
     const { store, clock, metrics, logger } = this.deps;
     let decisions: AppliedDecision[];
     try {
