@@ -177,8 +177,9 @@ export function parseHistory(stored: string | null | undefined): HistoryEntry[] 
  * `timestampMs`, a timer closed to commands, a prefix cancel, or the rule of its kind.
  */
 export function ignoredReason(previous: Timer, command: KeyCommand, prefixCancelTs: number | null): string {
-  if (prefixCancelTs !== null && command.timestampMs <= prefixCancelTs && !isClosedToCommands(previous.state))
-    return `blocked by a prefix cancel at timestampMs ${prefixCancelTs}`;
+  const blocked = `blocked by a prefix cancel at timestampMs ${prefixCancelTs}`;
+  const covered = prefixCancelTs !== null && command.timestampMs <= prefixCancelTs;
+  if (covered && !isClosedToCommands(previous.state)) return blocked;
   if (command.kind === "complete" || command.kind === "fail") {
     if (previous.state === "Scheduled") return "the timer has not been recorded Fired yet";
     if (previous.state !== "Fired" || !previous.delivery) return `the timer is ${previous.state}, not a tracked Fired timer`;
@@ -187,6 +188,8 @@ export function ignoredReason(previous: Timer, command: KeyCommand, prefixCancel
   } else if (isClosedToCommands(previous.state)) return `the timer is ${previous.state}, closed to commands`;
   if (command.timestampMs < previous.commandTs) return `older timestampMs than the timer's last command (${previous.commandTs})`;
   if (command.timestampMs === previous.commandTs) return "equal timestampMs to the timer's last command (a redelivery or a repeat)";
+  // A retry the prefix cancel would stop from firing (retry-timer-rules.ts).
+  if (covered && command.kind === "retry") return blocked;
   if (command.kind === "fail") return "no publish in hand: a retry is already waiting";
   if (command.kind === "cancel") return "the timer is already Cancelled";
   return command.kind === "schedule" ? "the timer already fires exactly that" : "it changes nothing";
