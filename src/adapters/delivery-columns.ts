@@ -35,6 +35,8 @@ export function withTracking<T extends object>(row: T): T {
   if (typeof timer.delivery === "string") timer.delivery = deliveryOf(timer.delivery);
   for (const member of TRACKING_MEMBERS) if (timer[member] === null) delete timer[member];
   if (timer.attempt === 0) delete timer.attempt;
+  // Nor one without a history (CONTRACT §19).
+  if (timer.history === null) delete timer.history;
   return withoutUnsetTrace(row);
 }
 

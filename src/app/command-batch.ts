@@ -1,9 +1,10 @@
 import { decideCommand, scheduledDelta, withinPendingQuota, type CommandDecision } from "../domain/command-rules.js";
 import { isBeyondRetention } from "../domain/retention.js";
 import { timerKeyString, type Timer, type TimerKey } from "../domain/timer.js";
-import type { CancelTimerCommand, TimerCommand } from "../domain/timer-command.js";
+import type { CancelTimerCommand, KeyCommand, TimerCommand } from "../domain/timer-command.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../domain/prefix-cancel.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
+import { appendHistory, commandEntry, ignoredReason, prefixCancelEntry, type CommandNote } from "../domain/timer-history.js";
 
 /**
  * The rules every store applies the same way around the domain's decision (`decideCommand`); each
@@ -22,6 +23,10 @@ export interface DecideRules {
   readonly maxPendingPerTenant?: number;
   /** TIMER_RETENTION_HOURS in ms (CONTRACT §7): older commands are ignored unread; 0 or absent: none. */
   readonly retentionMs?: number;
+  /** TIMER_HISTORY_ENTRIES (CONTRACT §19): the entries each timer keeps; 0 or absent: none are written. */
+  readonly historyEntries?: number;
+  /** What each command's history entry records beyond the command (its id, its trace), in command order. */
+  readonly commandNotes?: readonly (CommandNote | undefined)[];
 }
 
 /** What a store reads for a batch, inside its transaction. */
@@ -42,7 +47,16 @@ export interface DecidedBatch {
   readonly changed: Timer[];
   /** The prefix cancels the batch records (their sweep starts from the beginning of the prefix). */
   readonly cancels: PrefixCancel[];
+  /** The new history of each stored timer the batch did not otherwise change (CONTRACT §19). */
+  readonly histories: TimerHistoryWrite[];
 }
+
+/** A timer's history to store, its other columns unchanged. */
+export interface TimerHistoryWrite extends TimerKey {
+  readonly history: string;
+}
+
+const QUOTA_REASON = "the tenant's quota of Scheduled timers (TIMER_TENANT_MAX_PENDING) is reached";
 
 const IGNORED_UNREAD: CommandDecision = Object.freeze({ outcome: "ignored", previous: undefined });
 
@@ -95,6 +109,9 @@ export function decideCommandBatch(commands: readonly TimerCommand[], rules: Dec
   const changed = new Map<string, Timer>();
   const cancels: PrefixCancel[] = [];
   const decisions = new Array<CommandDecision>(commands.length);
+  const keep = rules.historyEntries ?? 0;
+  /** With a history kept: each key's history as the batch has left it so far. */
+  const histories = keep > 0 ? new Map<string, TimerHistoryWrite>() : undefined;
   for (let i = 0; i < commands.length; i++) {
     const command = commands[i]!;
     if (isStale(command, rules)) {
@@ -126,13 +143,38 @@ export function decideCommandBatch(commands: readonly TimerCommand[], rules: Dec
       decision = withinPendingQuota(decision, before, maxPending);
       pending.set(tenantId, before + scheduledDelta(decision));
     }
+    if (histories !== undefined && (decision.next ?? timer) !== undefined) {
+      const before = histories.get(key)?.history ?? timer?.history;
+      const entry = historyEntry(command, timer, decision, prefixCancelTs, rules.commandNotes?.[i], nowMs);
+      histories.set(key, { tenantId, serviceCallId, history: appendHistory(before, entry, keep) });
+    }
     if (decision.next !== undefined) {
       current.set(key, decision.next);
       changed.set(key, decision.next);
     } else if (!current.has(key)) current.set(key, timer);
     decisions[i] = decision;
   }
-  return { decisions, changed: [...changed.values()], cancels };
+  if (histories === undefined || histories.size === 0) return { decisions, changed: [...changed.values()], cancels, histories: [] };
+  const historyOnly: TimerHistoryWrite[] = [];
+  for (const [key, write] of histories) if (!changed.has(key)) historyOnly.push(write);
+  const withHistory = [...changed].map(([key, timer]) => ({ ...timer, history: histories.get(key)?.history ?? timer.history ?? null }));
+  return { decisions, changed: withHistory, cancels, histories: historyOnly };
+}
+
+/** The history entry of a command that reached a timer (CONTRACT §19). */
+function historyEntry(
+  command: KeyCommand,
+  timer: Timer | undefined,
+  decision: CommandDecision,
+  prefixCancelTs: number | null,
+  note: CommandNote | undefined,
+  nowMs: number,
+): string {
+  if (decision.outcome === "accepted") return commandEntry(nowMs, command, note, "applied");
+  if (decision.outcome === "refused")
+    return commandEntry(nowMs, command, note, "rejected", { code: decision.code, reason: decision.reason ?? QUOTA_REASON });
+  const reason = timer === undefined ? "no timer to apply it to" : ignoredReason(timer, command, prefixCancelTs);
+  return commandEntry(nowMs, command, note, "ignored", { reason });
 }
 
 /** One step of a prefix cancel's background sweep over the next timers of the prefix (in key order). */
@@ -146,8 +188,9 @@ export interface SweepStep {
 /**
  * Cancels `batch` (at most `limit` timers of the prefix, after the last step's progress) as a
  * `CancelTimer` at the prefix cancel's timestamp would; a batch shorter than `limit` ends the sweep.
+ * With `historyEntries`, each timer it cancels gains an entry (CONTRACT §19).
  */
-export function decideSweepStep(batch: readonly Timer[], commandTs: number, limit: number, nowMs: number): SweepStep {
+export function decideSweepStep(batch: readonly Timer[], commandTs: number, limit: number, nowMs: number, historyEntries = 0): SweepStep {
   const decisions = batch.map((timer) => {
     const cancel: CancelTimerCommand = {
       kind: "cancel",
@@ -156,7 +199,10 @@ export function decideSweepStep(batch: readonly Timer[], commandTs: number, limi
       correlationId: null,
       timestampMs: commandTs,
     };
-    return decideCommand(timer, cancel, nowMs);
+    const decision = decideCommand(timer, cancel, nowMs);
+    if (historyEntries === 0 || decision.outcome !== "accepted" || decision.next === undefined) return decision;
+    const history = appendHistory(timer.history, prefixCancelEntry(nowMs, commandTs), historyEntries);
+    return { ...decision, next: { ...decision.next, history } };
   });
   const done = batch.length < limit;
   return { decisions, done, progressKey: done ? null : batch[batch.length - 1]!.serviceCallId };

@@ -123,7 +123,7 @@ export const QUERY_MESSAGES: readonly QueryEndpointMessages[] = [
   {
     role: "query",
     endpoint: "get",
-    summary: "One timer by serviceCallId; timer is null when unknown.",
+    summary: "One timer by serviceCallId; timer is null when unknown. With history: true, also its history, oldest first.",
     request: { name: "GetTimerRequest", schema: getRequestSchema },
     reply: { name: "GetTimerReply", schema: getReplySchema },
   },

@@ -5,6 +5,7 @@ import type { TimerAfterFiring } from "../domain/firing-rules.js";
 import type { DeadlineTimer, TimerAfterDeadline } from "../domain/delivery-rules.js";
 import type { PrefixCancel } from "../domain/prefix-cancel.js";
 import type { AppliedDecision, DecideRules } from "./command-batch.js";
+import type { HistoryAppend } from "../domain/timer-history.js";
 
 /**
  * What firing a timer needs of it: its key and version, due time, the content its event carries, its
@@ -40,6 +41,8 @@ export interface Firing extends TimerKey {
   readonly dueAtMs: number;
   readonly generation: number;
   readonly next: TimerAfterFiring;
+  /** The entry its history gains (CONTRACT §19); absent: none. */
+  readonly history?: HistoryAppend;
 }
 
 /** Where the background cancelling of one prefix cancel's timers has got to. */
@@ -87,6 +90,8 @@ export interface DeadlineRecord extends TimerKey {
   readonly attempt: number;
   readonly deadlineAtMs: number;
   readonly next: TimerAfterDeadline;
+  /** The entry its history gains (CONTRACT §19); absent: none. */
+  readonly history?: HistoryAppend;
 }
 
 /**
@@ -166,6 +171,8 @@ export interface TimerStore {
     prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
     limit: number,
     nowMs: number,
+    /** TIMER_HISTORY_ENTRIES (CONTRACT §19): each timer cancelled gains an entry; 0 or absent: none. */
+    historyEntries?: number,
   ): Promise<{ readonly decisions: CommandDecision[]; readonly done: boolean }>;
 
   /** The earliest dueAtMs of any `Scheduled` timer, or null when none is scheduled. */

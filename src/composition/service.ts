@@ -159,7 +159,17 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   const calendar = new CronerCalendar();
   // Completion tracking (CONTRACT §11): retries and completion time-outs of Fired timers.
   // What both firing workers share: where they read and write, publish, and whose claims they take.
-  const firing = { store, publisher, clock, metrics, logger, batchSize: config.batchSize, owner, claimTtlMs: config.storage.claimTtlMs };
+  const firing = {
+    store,
+    publisher,
+    clock,
+    metrics,
+    logger,
+    batchSize: config.batchSize,
+    owner,
+    claimTtlMs: config.storage.claimTtlMs,
+    historyEntries: config.historyEntries,
+  };
   const deadlineLoop = new DeliveryDeadlineLoop({
     worker: new DeliveryDeadlinePoll(firing),
     store,
@@ -177,7 +187,15 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     onTracked: (deadlineAtMs) => deadlineLoop.wake(deadlineAtMs),
   });
   // Prefix cancels are applied in the background, 1,000 timers per transaction (CONTRACT §10).
-  const sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger, batchSize: 1_000, idleCheckMs: 5_000 });
+  const sweeper = new PrefixCancelSweeper({
+    store,
+    clock,
+    metrics,
+    logger,
+    batchSize: 1_000,
+    idleCheckMs: 5_000,
+    historyEntries: config.historyEntries,
+  });
   loop = new DueTimerLoop({ worker, store, clock, logger, pollingIntervalMs: config.pollingIntervalMs });
   const runningLoop = loop;
   const natsOutcomes = new NatsCommandOutcomes(connectedBroker.connection, { subjectPrefix: config.subjectPrefix, logger });
@@ -208,6 +226,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
         natsOutcomes.send(outcome);
       },
     },
+    historyEntries: config.historyEntries,
   });
   const commandConsumer = new NatsCommandConsumer(connectedBroker.js, processor, {
     stream: config.commandsStream,

@@ -38,6 +38,8 @@ export interface TimerServiceConfig {
   readonly maxClockSkewMs: number;
   /** TIMER_TENANT_MAX_PENDING (CONTRACT §12): Scheduled timers a tenant may have; 0 = no limit. */
   readonly maxPendingPerTenant: number;
+  /** TIMER_HISTORY_ENTRIES (CONTRACT §19): the entries each timer's history keeps; 0 = no history. */
+  readonly historyEntries: number;
   readonly httpPort: number;
   readonly httpHost: string;
   readonly logLevel: LogLevel;
@@ -170,6 +172,7 @@ export function loadConfig(env: Env): TimerServiceConfig {
     maxHorizonDays: integer(env, "TIMER_MAX_HORIZON_DAYS", 3650, 1, 36_500),
     maxClockSkewMs: integer(env, "TIMER_MAX_CLOCK_SKEW_MS", 86_400_000, 1000, 31_536_000_000),
     maxPendingPerTenant: integer(env, "TIMER_TENANT_MAX_PENDING", 0, 0, 100_000_000),
+    historyEntries: integer(env, "TIMER_HISTORY_ENTRIES", 20, 0, 1000),
     httpPort: integer(env, "TIMER_HTTP_PORT", 8080, 0, 65_535),
     httpHost: hostAddress(env),
     logLevel: oneOf(env, "TIMER_LOG_LEVEL", "info", LOG_LEVELS, (s) => s.toLowerCase()),

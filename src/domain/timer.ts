@@ -76,6 +76,8 @@ export interface Timer extends TimerKey, TraceMembers {
    * in hand, or, while `reachedAtMs` is null (no publish in hand, a failure was counted), its retry.
    */
   readonly deadlineAtMs?: number | null;
+  /** Its last entries (CONTRACT §19) as the text of a JSON array, oldest first (timer-history.ts); null or absent: none. */
+  readonly history?: string | null;
 }
 
 /** A timer that is due to fire: `Scheduled` always has a due time. */

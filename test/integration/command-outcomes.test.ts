@@ -6,7 +6,7 @@ import { connect, headers as natsHeaders, type Msg, type NatsConnection } from "
 import { jetstream, type PubAck } from "@nats-io/jetstream";
 import { loadConfig } from "../../src/config/config.js";
 import { openStorage } from "../../src/adapters/open-storage.js";
-import { memoryStorage } from "../../src/adapters/memory/memory-storage.js";
+import { memoryStorage } from "../support/memory-storage.js";
 import { systemClock } from "../../src/adapters/clock/system-clock.js";
 import { startTimerService, type RunningTimerService } from "../../src/composition/service.js";
 import type { Storage } from "../../src/app/storage.js";
@@ -89,7 +89,7 @@ describe.each(STORES)("CommandOutcome on request, %s store (CONTRACT §19)", (st
     const logger = new RecordingLogger();
     const opened: Storage = store === "memory" ? memoryStorage() : await openStorage(config, logger, systemClock);
     const storage: Storage = { ...opened, store: new AnswerLostOnce(opened.store, lostAnswer) };
-    service = await startTimerService(config, { storage, clock: systemClock, logger });
+    service = await startTimerService(config, { openStorage: () => Promise.resolve(storage), clock: systemClock, logger });
     client = await connect({ servers: nats.url });
     client.subscribe("timer.outcomes.>", {
       callback: (_error, msg: Msg) => void outcomes.push({ subject: msg.subject, body: msg.json<Outcome>() }),

@@ -71,6 +71,12 @@ describe("the admin page in Chromium", () => {
     await page.waitForSelector("#lookup-result:has-text('Reached')");
     const lookedUp = JSON.parse(await page.locator("#lookup-result").innerText());
     expect(lookedUp).toMatchObject({ tenantId: "acme", serviceCallId: "invoice-42", state: "Reached", data: { invoice: 42 } });
+    // Its history (CONTRACT §19) as a timeline: the schedule applied, then the firing that published its event.
+    await page.waitForSelector("#lookup-history:not([hidden])");
+    const timeline = await page.locator("#lookup-history tbody tr").allInnerTexts();
+    expect(timeline).toHaveLength(2);
+    expect(timeline[0]).toMatch(/ScheduleTimer applied/);
+    expect(timeline[1]).toMatch(/fired\t.*ms late; event acme:invoice-42:\d+:1/);
     const acmeRow = await page.locator("#counts tbody tr", { hasText: "acme" }).innerText();
     expect(acmeRow.split("\t").slice(0, 3)).toEqual(["acme", "1", "1"]);
 

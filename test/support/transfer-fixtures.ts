@@ -37,6 +37,12 @@ export function timersInEveryState(t0: number): { readonly timers: Timer[]; read
       createdBy: "billing",
       createdVia: "api",
       ...trace,
+      // Its history (CONTRACT §19) as the stores write it: each entry's members in the order they are built.
+      history:
+        `[{"at":"${new Date(t0 - 5 * minute).toISOString()}","kind":"command","type":"ScheduleTimer","commandId":"cmd-1",` +
+        `"timestampMs":${t0 - 5 * minute},"outcome":"applied"},{"at":"${new Date(t0 - minute).toISOString()}","kind":"command",` +
+        `"type":"CancelTimer","commandId":"admin-2","timestampMs":${t0 - 6 * minute},"outcome":"ignored",` +
+        `"reason":"older timestampMs than the timer's last command","operator":{"via":"http","token":true}}]`,
     },
     {
       ...base,

@@ -28,6 +28,7 @@ describe("loadConfig: defaults (CONTRACT §4)", () => {
       maxHorizonDays: 3650,
       maxClockSkewMs: 86_400_000,
       maxPendingPerTenant: 0,
+      historyEntries: 20,
       httpPort: 8080,
       httpHost: "0.0.0.0",
       logLevel: "info",
@@ -59,6 +60,7 @@ describe("loadConfig: integer bounds", () => {
     { variable: "TIMER_MAX_HORIZON_DAYS", key: "maxHorizonDays", min: 1, max: 36_500 },
     { variable: "TIMER_MAX_CLOCK_SKEW_MS", key: "maxClockSkewMs", min: 1000, max: 31_536_000_000 },
     { variable: "TIMER_TENANT_MAX_PENDING", key: "maxPendingPerTenant", min: 0, max: 100_000_000 },
+    { variable: "TIMER_HISTORY_ENTRIES", key: "historyEntries", min: 0, max: 1000 },
     { variable: "TIMER_COMMAND_PARTITIONS", key: "commandPartitions", min: 1, max: 64 },
     { variable: "TIMER_HTTP_PORT", key: "httpPort", min: 0, max: 65_535 },
   ] as const;

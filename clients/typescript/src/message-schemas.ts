@@ -184,9 +184,13 @@ export const MESSAGE_SCHEMAS: Readonly<Record<string, object>> = {
   GetTimerRequest: {
     $schema: "https://json-schema.org/draft/2020-12/schema",
     title: "GetTimerRequest",
-    description: "Request of the get query. One timer by serviceCallId; timer is null when unknown.",
+    description:
+      "Request of the get query. One timer by serviceCallId; timer is null when unknown. With history: true, also its history, oldest first.",
     type: "object",
-    properties: { serviceCallId: { type: "string", minLength: 1, maxLength: 256, pattern: "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" } },
+    properties: {
+      serviceCallId: { type: "string", minLength: 1, maxLength: 256, pattern: "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" },
+      history: { type: ["boolean", "null"] },
+    },
     required: ["serviceCallId"],
     additionalProperties: false,
   },

@@ -58,6 +58,8 @@ const HTML = `<!doctype html>
     <h2>Look up a timer</h2>
     <form id="lookup"><input id="lookup-id" placeholder="serviceCallId" required> <button type="submit">Look up</button></form>
     <pre id="lookup-result"></pre>
+    <table id="lookup-history" hidden><caption>Its history, oldest first: why it did or did not fire</caption>
+      <thead><tr><th>at</th><th>what</th><th>details</th></tr></thead><tbody></tbody></table>
   </section>
 </main>
 </body>
@@ -67,7 +69,7 @@ const HTML = `<!doctype html>
 const CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:0 1.5rem 2rem;color:#222}
 header{display:flex;gap:1rem;align-items:baseline}h1{font-size:1.3rem}h2{font-size:1.05rem;margin:1.2rem 0 .4rem}
 table{border-collapse:collapse}th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:left;font-variant-numeric:tabular-nums}
-th{background:#f4f4f4}#status{color:#666}#login-error{color:#b00}pre{background:#f7f7f7;padding:.6rem;max-width:60rem;overflow:auto}
+th{background:#f4f4f4}caption{text-align:left;color:#666;padding:.3rem 0}tr.notable td{background:#fff7e6}#status{color:#666}#login-error{color:#b00}pre{background:#f7f7f7;padding:.6rem;max-width:60rem;overflow:auto}
 td.num{text-align:right}.late{color:#b00}.escaped{color:#a0a;font-family:monospace}
 #chart svg{border:1px solid #eee;background:#fcfcfc}#chart .bar{fill:#4a7bd0}#chart .overdue{fill:#c0392b}#chart text{font-size:10px;fill:#555}
 #action-result{min-height:1.4em;font-weight:600}#action-result.error{color:#b00}td button{font-size:12px}
@@ -281,8 +283,31 @@ async function lookup(event) {
   event.preventDefault();
   const tenant = $("tenant").value;
   const id = $("lookup-id").value;
-  const { status, body } = await api("/v1/tenants/" + encodeURIComponent(tenant) + "/timers/" + encodeURIComponent(id));
+  const { status, body } = await api(timerPath(tenant, id) + "?history=true");
   $("lookup-result").textContent = visible(status === 404 ? "No timer " + id + " for tenant " + tenant + "." : JSON.stringify(body.timer, null, 2));
+  const rows = $("lookup-history").tBodies[0];
+  rows.replaceChildren();
+  const history = (body && body.history) || [];
+  $("lookup-history").hidden = history.length === 0;
+  for (const entry of history) {
+    const row = rows.insertRow();
+    const [what, details] = describeEntry(entry);
+    cell(row, entry.at); cell(row, what); cell(row, details);
+    if (entry.outcome === "ignored" || entry.outcome === "rejected" || entry.kind !== "command" && entry.kind !== "fired" || entry.published === false) row.classList.add("notable");
+  }
+}
+
+/** One history entry (CONTRACT §19) as a line of the timeline: what happened, and the details that say why. */
+function describeEntry(e) {
+  const parts = (list) => list.filter((p) => p !== undefined && p !== null && p !== "").join("; ");
+  if (e.kind === "command") {
+    const operator = e.operator ? (e.operator.via === "http" ? "operator action over HTTP, with the admin token" : "operator action over NATS, no token") : "";
+    return [e.type + " " + e.outcome + (e.code ? " " + e.code : ""), parts([e.reason, operator, "command " + (e.commandId || "without id"), "timestampMs " + e.timestampMs])];
+  }
+  if (e.kind === "timeout") return ["completion time-out of attempt " + e.attempt, "then " + e.then];
+  const occurrence = e.occurrence === undefined ? "" : "occurrence " + e.occurrence;
+  const what = e.kind + (e.published ? "" : ", not published") + (e.attempt > 1 ? " (attempt " + e.attempt + ")" : "");
+  return [what, parts([e.reason, occurrence, e.lateMs + " ms late", "event " + e.eventId])];
 }
 
 function start() {

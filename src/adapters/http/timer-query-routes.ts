@@ -159,9 +159,11 @@ async function route(url: string, queries: TimerQueryService): Promise<{ readonl
   if (resource === "stats" && serviceCallId === undefined) endpoint = "stats";
   else if (resource === "timers" && serviceCallId === undefined) endpoint = "list";
   else if (resource === "timers" && serviceCallId !== undefined) {
-    if (Object.keys(request).length > 0) return invalid("GET of one timer takes no parameters");
+    const { history, ...others } = request;
+    if (Object.keys(others).length > 0) return invalid("GET of one timer takes only history=true");
+    if (history !== undefined && history !== "true" && history !== "false") return invalid("history: must be true or false");
     endpoint = "get";
-    body = { serviceCallId };
+    body = history === "true" ? { serviceCallId, history: true } : { serviceCallId };
   } else return notFound();
   return queries.answer(endpoint, tenantId, body);
 }

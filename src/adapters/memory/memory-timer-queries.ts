@@ -61,9 +61,10 @@ function compareListed(a: { dueAtMs: number; serviceCallId: string }, b: { dueAt
 export class MemoryTimerQueries implements TimerQueries {
   constructor(private readonly store: MemoryTimerStore) {}
 
-  async get(key: TimerKey): Promise<TimerRecord | undefined> {
+  async get(key: TimerKey, options?: { readonly history?: boolean }): Promise<TimerRecord | undefined> {
     const timer = await this.store.get(key);
-    return timer === undefined ? undefined : memoryRecord(timer);
+    if (timer === undefined) return undefined;
+    return options?.history === true ? { ...memoryRecord(timer), history: timer.history ?? null } : memoryRecord(timer);
   }
 
   async list(query: TimerListQuery): Promise<TimerPage> {

@@ -7,6 +7,7 @@ import type { CommandDecision } from "../../domain/command-rules.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { dealRoundRobin, perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { compareCodePoints } from "../../domain/code-point-order.js";
+import { appendHistory } from "../../domain/timer-history.js";
 import {
   decideCommandBatch,
   decideSweepStep,
@@ -46,6 +47,10 @@ export class MemoryTimerStore implements TimerStore {
       ...(tenants.length === 0 ? {} : { scheduledCounts: this.#countScheduledOf(tenants) }),
     });
     for (const timer of batch.changed) timers.set(timerKeyString(timer), { ...timer });
+    for (const { history, ...key } of batch.histories) {
+      const stored = timers.get(timerKeyString(key));
+      if (stored !== undefined) timers.set(timerKeyString(key), { ...stored, history });
+    }
     for (const cancel of batch.cancels) {
       this.#prefixCancels.set(prefixKey(cancel.tenantId, cancel.serviceCallIdPrefix), { ...cancel, progressKey: "" });
       this.#prefixIndex.add(cancel);
@@ -139,7 +144,9 @@ export class MemoryTimerStore implements TimerStore {
       const current = stored.get(key);
       if (current?.state !== "Fired" || (current.attempt ?? 1) !== record.attempt || current.deadlineAtMs !== record.deadlineAtMs) continue;
       if (this.#heldByOther(key, owner, record.next.updatedAtMs)) continue;
-      stored.set(key, { ...current, ...record.next });
+      const history =
+        record.history === undefined ? {} : { history: appendHistory(current.history, record.history.entry, record.history.keep) };
+      stored.set(key, { ...current, ...record.next, ...history });
       this.#claims.delete(key);
       recorded.push({ tenantId: record.tenantId, serviceCallId: record.serviceCallId });
     }
@@ -165,7 +172,9 @@ export class MemoryTimerStore implements TimerStore {
       if (firingOverriddenByPrefixCancel(this.#prefixIndex.latestFor(firing.tenantId, firing.serviceCallId), firing.next)) continue;
       // commandTs only grows: a command may have moved it after the timer was read.
       const { tracking, ...next } = firing.next;
-      stored.set(key, { ...current, ...next, ...tracking, commandTs: Math.max(current.commandTs, firing.next.commandTs) });
+      const history =
+        firing.history === undefined ? {} : { history: appendHistory(current.history, firing.history.entry, firing.history.keep) };
+      stored.set(key, { ...current, ...next, ...tracking, ...history, commandTs: Math.max(current.commandTs, firing.next.commandTs) });
       this.#claims.delete(key);
       recorded.push({ tenantId: firing.tenantId, serviceCallId: firing.serviceCallId });
     }
@@ -183,6 +192,7 @@ export class MemoryTimerStore implements TimerStore {
     prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
     limit: number,
     nowMs: number,
+    historyEntries = 0,
   ): Promise<{ decisions: CommandDecision[]; done: boolean }> {
     const timers = this.#open();
     const pk = prefixKey(prefix.tenantId, prefix.serviceCallIdPrefix);
@@ -194,7 +204,7 @@ export class MemoryTimerStore implements TimerStore {
       .filter((t) => progressKey === "" || compareCodePoints(t.serviceCallId, progressKey) > 0)
       .sort((a, b) => compareCodePoints(a.serviceCallId, b.serviceCallId))
       .slice(0, limit);
-    const step = decideSweepStep(batch, commandTs, limit, nowMs);
+    const step = decideSweepStep(batch, commandTs, limit, nowMs, historyEntries);
     for (const decision of step.decisions) if (decision.next !== undefined) timers.set(timerKeyString(decision.next), { ...decision.next });
     this.#prefixCancels.set(pk, { ...record, progressKey: step.progressKey });
     return { decisions: step.decisions, done: step.done };

@@ -111,13 +111,15 @@ export const POSTGRES_QUERY_SQL = {
 export class PostgresTimerQueries implements TimerQueries {
   constructor(private readonly pool: pg.Pool) {}
 
-  async get(key: TimerKey): Promise<TimerRecord | undefined> {
+  async get(key: TimerKey, options?: { readonly history?: boolean }): Promise<TimerRecord | undefined> {
     const { rows } = await this.pool.query<Row>({
       name: "timer-query-get",
       text: POSTGRES_QUERY_SQL.get,
       values: [key.tenantId, key.serviceCallId],
     });
-    return rows[0] === undefined ? undefined : recordOf(rows[0]);
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    return options?.history === true ? { ...recordOf(row), history: str(row.history) } : recordOf(row);
   }
 
   async list(query: TimerListQuery): Promise<TimerPage> {

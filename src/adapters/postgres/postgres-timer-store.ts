@@ -103,6 +103,9 @@ interface FiringRow extends TimerKey {
   readonly attempt: number | null;
   readonly firedAtMs: number | null;
   readonly deadlineAtMs: number | null;
+  /** The history entry to append (CONTRACT §19), and how many entries to keep. */
+  readonly historyEntry: string | null;
+  readonly historyKeep: number;
 }
 
 /**
@@ -208,6 +211,14 @@ export class PostgresTimerStore implements TimerStore {
       await this.#upsert(client, [...batch.changed].sort(compareTimerKeys), existed);
       await lowerDueTenants(client, batch.changed);
     }
+    if (batch.histories.length > 0) {
+      const histories = [...batch.histories].sort(compareTimerKeys);
+      await client.query({
+        name: "timer-update-histories",
+        text: q.UPDATE_HISTORIES,
+        values: [histories.map((h) => h.tenantId), histories.map((h) => h.serviceCallId), histories.map((h) => h.history)],
+      });
+    }
     if (batch.cancels.length > 0) {
       // One row per prefix: the batch's last (newest) cancel of it.
       const recorded = [...new Map(batch.cancels.map((c) => [`${c.tenantId}\u0000${c.serviceCallIdPrefix}`, c])).values()];
@@ -297,7 +308,7 @@ export class PostgresTimerStore implements TimerStore {
 
   async recordFirings(firings: readonly Firing[], owner: string): Promise<TimerKey[]> {
     const recorded = await this.#recordFirings(
-      firings.map(({ tenantId, serviceCallId, dueAtMs, generation, next }) => ({
+      firings.map(({ tenantId, serviceCallId, dueAtMs, generation, next, history }) => ({
         tenantId,
         serviceCallId,
         dueAtMs,
@@ -311,6 +322,8 @@ export class PostgresTimerStore implements TimerStore {
         attempt: next.tracking?.attempt ?? null,
         firedAtMs: next.tracking?.firedAtMs ?? null,
         deadlineAtMs: next.tracking?.deadlineAtMs ?? null,
+        historyEntry: history?.entry ?? null,
+        historyKeep: history?.keep ?? 0,
       })),
       owner,
     );
@@ -354,6 +367,8 @@ export class PostgresTimerStore implements TimerStore {
             column((r) => r.next.deadlineAtMs),
             column((r) => r.next.lastReason),
             column((r) => r.next.updatedAtMs),
+            column((r) => r.history?.entry ?? null),
+            column((r) => r.history?.keep ?? 0),
           ],
         }),
       ),
@@ -393,6 +408,8 @@ export class PostgresTimerStore implements TimerStore {
             column((f) => f.attempt),
             column((f) => f.firedAtMs),
             column((f) => f.deadlineAtMs),
+            column((f) => f.historyEntry),
+            column((f) => f.historyKeep),
           ],
         }),
       ),
@@ -418,6 +435,7 @@ export class PostgresTimerStore implements TimerStore {
     prefix: Pick<PrefixCancel, "tenantId" | "serviceCallIdPrefix">,
     limit: number,
     nowMs: number,
+    historyEntries = 0,
   ): Promise<{ readonly decisions: CommandDecision[]; readonly done: boolean }> {
     const { tenantId, serviceCallIdPrefix } = prefix;
     return this.#write(() =>
@@ -440,6 +458,7 @@ export class PostgresTimerStore implements TimerStore {
             record.commandTs,
             limit,
             nowMs,
+            historyEntries,
           );
           const changed = step.decisions.flatMap((d) => (d.next === undefined ? [] : [d.next]));
           if (changed.length > 0) await this.#upsert(client, changed, new Set(changed.map(timerKeyString)));

@@ -64,6 +64,8 @@ export const timerSchedules = pgTable(
     traceState: text("trace_state"),
     /** The span the timer's spans and events hang under. */
     traceSpanId: text("trace_span_id"),
+    // The timer's last entries (CONTRACT §19), a JSON array oldest first; deleted with the row.
+    history: text("history"),
     /** The instance publishing the timer; its claim holds until `claimed_until`. */
     claimedBy: text("claimed_by"),
     claimedUntil: bigint("claimed_until", { mode: "number" }),

@@ -86,6 +86,7 @@ function scanChanged(by: ChangedIndex["by"], state = "Failed"): string {
 /** The statements, exported for the EXPLAIN QUERY PLAN checks of the tests. */
 export const SQLITE_QUERY_SQL = {
   get: `SELECT ${RECORD_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
+  getWithHistory: `SELECT ${RECORD_COLUMNS}, history FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
   scanOneState: scanBranch("Scheduled"),
   scanAllStates: SCAN_ALL_STATES,
   // The chart of what is coming: bounded walks of the Scheduled slice, index only.
@@ -132,6 +133,7 @@ type ScanParams = {
  */
 export class SqliteTimerQueries implements TimerQueries {
   readonly #byKey: Database.Statement<[TimerKey], TimerRecord>;
+  readonly #byKeyWithHistory: Database.Statement<[TimerKey], TimerRecord>;
   readonly #scanState: ReadonlyMap<StoredTimerState, Database.Statement<[ScanParams], ScannedKey>>;
   readonly #scanAll: Database.Statement<[ScanParams], ScannedKey>;
   readonly #countByState: Database.Statement<
@@ -146,6 +148,7 @@ export class SqliteTimerQueries implements TimerQueries {
 
   constructor(db: Database.Database) {
     this.#byKey = db.prepare(SQLITE_QUERY_SQL.get);
+    this.#byKeyWithHistory = db.prepare(SQLITE_QUERY_SQL.getWithHistory);
     this.#scanState = new Map(TIMER_STATES.map((state) => [state, db.prepare(scanBranch(state))]));
     this.#scanAll = db.prepare(SQLITE_QUERY_SQL.scanAllStates);
     this.#countByState = db.prepare(SQLITE_QUERY_SQL.countByState);
@@ -161,8 +164,9 @@ export class SqliteTimerQueries implements TimerQueries {
     ]);
   }
 
-  async get(key: TimerKey): Promise<TimerRecord | undefined> {
-    return this.#byKey.get({ tenantId: key.tenantId, serviceCallId: key.serviceCallId });
+  async get(key: TimerKey, options?: { readonly history?: boolean }): Promise<TimerRecord | undefined> {
+    const statement = options?.history === true ? this.#byKeyWithHistory : this.#byKey;
+    return statement.get({ tenantId: key.tenantId, serviceCallId: key.serviceCallId });
   }
 
   async list(query: TimerListQuery): Promise<TimerPage> {

@@ -234,9 +234,14 @@ export class SqliteTimerStore implements TimerStore {
       .flatMap(({ progressKey, ...cancel }) => (progressKey === null ? [] : [{ ...cancel, progressKey }]));
   }
 
-  async sweepPrefixCancel(prefix: PrefixCancelKey, limit: number, nowMs: number): Promise<{ decisions: CommandDecision[]; done: boolean }> {
+  async sweepPrefixCancel(
+    prefix: PrefixCancelKey,
+    limit: number,
+    nowMs: number,
+    historyEntries = 0,
+  ): Promise<{ decisions: CommandDecision[]; done: boolean }> {
     const { tenantId, serviceCallIdPrefix } = prefix;
-    return this.#write(this.#writer.request("sweepPrefixCancel", [{ tenantId, serviceCallIdPrefix }, limit, nowMs]));
+    return this.#write(this.#writer.request("sweepPrefixCancel", [{ tenantId, serviceCallIdPrefix }, limit, nowMs, historyEntries]));
   }
 
   async releaseClaims(): Promise<void> {

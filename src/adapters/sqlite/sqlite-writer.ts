@@ -70,7 +70,12 @@ export class SqliteWriter {
     rules: DecideRules,
     recordedAtMs: number,
   ) => { readonly decisions: CommandDecision[]; readonly cancels: PrefixCancel[] };
-  readonly #sweep: (prefix: PrefixCancelKey, limit: number, nowMs: number) => { decisions: CommandDecision[]; done: boolean };
+  readonly #sweep: (
+    prefix: PrefixCancelKey,
+    limit: number,
+    nowMs: number,
+    historyEntries: number,
+  ) => { decisions: CommandDecision[]; done: boolean };
   readonly #recordFirings: (firings: readonly Firing[]) => boolean[];
   readonly #recordDeadlines: (records: readonly DeadlineRecord[]) => TimerKey[];
 
@@ -90,12 +95,13 @@ export class SqliteWriter {
           : { scheduledCounts: new Map(tenants.map((t) => [t, sql.countScheduledOfTenant.get(t)?.count ?? 0])) }),
       });
       for (const timer of batch.changed) sql.upsert.run(timerColumnValues(timer));
+      for (const { tenantId, serviceCallId, history } of batch.histories) sql.updateHistory.run(history, tenantId, serviceCallId);
       for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
       sql.raiseEarliest(tenantsWithEarliestRaised(batch.decisions));
       return { decisions: batch.decisions, cancels: batch.cancels };
     }).immediate;
 
-    this.#sweep = db.transaction((prefix: PrefixCancelKey, limit: number, nowMs: number) => {
+    this.#sweep = db.transaction((prefix: PrefixCancelKey, limit: number, nowMs: number, historyEntries: number) => {
       const record = sql.selectPrefixCancel.get(prefix);
       if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
       const rows = sql.sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
@@ -109,6 +115,7 @@ export class SqliteWriter {
         record.commandTs,
         limit,
         nowMs,
+        historyEntries,
       );
       for (const decision of step.decisions) if (decision.next !== undefined) sql.upsert.run(timerColumnValues(decision.next));
       sql.raiseEarliest(tenantsWithEarliestRaised(step.decisions));
@@ -124,7 +131,8 @@ export class SqliteWriter {
         const { tenantId, serviceCallId, dueAtMs, generation, next } = firings[i]!;
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs, tracking } = next;
         if (index.size > 0 && firingOverriddenByPrefixCancel(index.latestFor(tenantId, serviceCallId), next)) continue;
-        const changes = sql.recordFiring.run(
+        const { history } = firings[i]!;
+        const values = [
           state,
           next.dueAtMs,
           occurrence,
@@ -138,6 +146,9 @@ export class SqliteWriter {
           serviceCallId,
           dueAtMs,
           generation,
+        ];
+        const changes = (
+          history === undefined ? sql.recordFiring.run(values) : sql.recordFiringWithHistory.run(history.entry, history.keep, values)
         ).changes;
         if (changes === 1) {
           recorded[i] = true;
@@ -151,7 +162,7 @@ export class SqliteWriter {
 
     this.#recordDeadlines = db.transaction((records: readonly DeadlineRecord[]) => {
       const recorded: TimerKey[] = [];
-      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next } of records) {
+      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next, history } of records) {
         const changes = sql.recordDeadline.run({
           tenantId,
           serviceCallId,
@@ -163,6 +174,8 @@ export class SqliteWriter {
           nextDeadlineAtMs: next.deadlineAtMs,
           lastReason: next.lastReason,
           updatedAtMs: next.updatedAtMs,
+          historyEntry: history?.entry ?? null,
+          historyKeep: history?.keep ?? 0,
         }).changes;
         if (changes === 1) recorded.push({ tenantId, serviceCallId });
       }
@@ -183,9 +196,14 @@ export class SqliteWriter {
     return { decisions: decisions.map(appliedDecision), cancels };
   }
 
-  sweepPrefixCancel(prefix: PrefixCancelKey, limit: number, nowMs: number): { decisions: CommandDecision[]; done: boolean } {
+  sweepPrefixCancel(
+    prefix: PrefixCancelKey,
+    limit: number,
+    nowMs: number,
+    historyEntries = 0,
+  ): { decisions: CommandDecision[]; done: boolean } {
     const { tenantId, serviceCallIdPrefix } = prefix;
-    return this.#sweep({ tenantId, serviceCallIdPrefix }, limit, nowMs);
+    return this.#sweep({ tenantId, serviceCallIdPrefix }, limit, nowMs, historyEntries);
   }
 
   /** The firings of several calls in one transaction; the recorded keys of each call. */

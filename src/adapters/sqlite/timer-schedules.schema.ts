@@ -58,6 +58,8 @@ export const timerSchedules = sqliteTable(
     traceState: text("trace_state"),
     /** The span the timer's spans and events hang under. */
     traceSpanId: text("trace_span_id"),
+    // The timer's last entries (CONTRACT §19), a JSON array oldest first; deleted with the row.
+    history: text("history"),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.serviceCallId] }),

@@ -40,6 +40,7 @@ export function timerFromRow(row: TransferTimerRow): Timer {
     timer.traceState = row.traceState ?? null;
     timer.traceSpanId = row.traceSpanId ?? null;
   }
+  if (row.history != null) timer.history = row.history;
   return timer as unknown as Timer;
 }
 

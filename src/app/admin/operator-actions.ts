@@ -8,6 +8,7 @@ import { describeIssue, encodeCursor } from "../queries/query-requests.js";
 import type { ListPosition, TimerQueries } from "../queries/timer-queries.js";
 import { bulkRetryRequestSchema, cancelPrefixRequestSchema, emptyRequestSchema, MAX_BULK_RETRY } from "./action-requests.js";
 import { COMMAND_KINDS } from "../subjects.js";
+import { OPERATOR_COMMAND_ID_PREFIX } from "../../domain/timer-history.js";
 
 /** `timer_admin_actions_total{action}` (CONTRACT §14). */
 export type AdminAction = "retry" | "cancel" | "retry_bulk" | "cancel_prefix";
@@ -90,7 +91,8 @@ export class OperatorActions {
   readonly #newId: () => string;
 
   constructor(private readonly deps: OperatorActionsDeps) {
-    this.#newId = deps.newId ?? (() => `admin-${randomUUID()}`);
+    // The prefix marks the command as an operator's in its timer's history (CONTRACT §19).
+    this.#newId = deps.newId ?? (() => `${OPERATOR_COMMAND_ID_PREFIX}${randomUUID()}`);
   }
 
   /** `POST /v1/tenants/{t}/timers/{serviceCallId}/retry` → one `RetryTimer`; 404 for an unknown timer. */

@@ -49,6 +49,8 @@ export type DecodedCommand =
       readonly command: TimerCommand;
       /** The trace the command continues: the message's, or a new one (CONTRACT §13). */
       readonly trace: TraceContext;
+      /** The envelope's `id`; absent for a bare payload. */
+      readonly commandId?: string | undefined;
       /** The CommandRejected of this message, should a rule of the store refuse it later (a quota). */
       readonly refusal: (code: RejectionCode, reason: string) => CommandRejected;
     }
@@ -186,6 +188,7 @@ export class CommandDecoder {
       type,
       command: decoded.command,
       trace: decoded.trace,
+      commandId: context.id,
       refusal: (code, reason) => (context.reject(code, reason) as { rejection: CommandRejected }).rejection,
     };
   }
@@ -353,6 +356,11 @@ class RejectionContext {
     private readonly type: CommandType,
     private readonly tenant: string,
   ) {}
+
+  /** The envelope's `id`, once read. */
+  get id(): string | undefined {
+    return this.commandId;
+  }
 
   readEnvelope(envelope: Record<string, unknown>): void {
     if (isCodePointText(envelope.id, 1, 128)) this.commandId = envelope.id;

@@ -18,6 +18,8 @@ export interface PrefixCancelSweeperDeps {
    * while idle; `wake` starts at once for this instance's own.
    */
   readonly idleCheckMs: number;
+  /** TIMER_HISTORY_ENTRIES (CONTRACT §19): each timer cancelled gains an entry; 0 or absent: none. */
+  readonly historyEntries?: number;
 }
 
 const FAILURE_BACKOFF_MS = 1_000;
@@ -51,7 +53,7 @@ export class PrefixCancelSweeper extends PollingLoop {
     let left = 0;
     for (const cancel of unfinished) {
       if (this.stopped) return { changed, unfinished: unfinished.length };
-      const { decisions, done } = await store.sweepPrefixCancel(cancel, batchSize, clock.now());
+      const { decisions, done } = await store.sweepPrefixCancel(cancel, batchSize, clock.now(), this.deps.historyEntries ?? 0);
       let delta = 0;
       for (const decision of decisions) {
         if (decision.next !== undefined) changed++;

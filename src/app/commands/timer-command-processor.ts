@@ -15,6 +15,7 @@ import { doublingBackoffMs } from "../doubling-backoff.js";
 import { mapInSlices } from "../in-slices.js";
 import { commandIdOf, type CommandOutcomes, type OutcomeTimer } from "./command-outcomes.js";
 import { decisionOutcome, outcomeTimer } from "./decision-outcome.js";
+import type { CommandNote } from "../../domain/timer-history.js";
 
 /** What the broker is to do with one command message; mapped one-to-one onto ack / nak / term. */
 export type CommandSettlement =
@@ -31,7 +32,7 @@ const ACK: CommandSettlement = { kind: "ack" };
 
 /** A batch's place in the order of applies (TimerCommandProcessor.applyTurn). */
 interface ApplyTurn {
-  readonly apply: (commands: TimerCommand[]) => Promise<AppliedDecision[] | undefined>;
+  readonly apply: (commands: TimerCommand[], notes?: (CommandNote | undefined)[]) => Promise<AppliedDecision[] | undefined>;
   readonly end: () => void;
 }
 /** Decoding between two turns of the event loop. */
@@ -74,6 +75,8 @@ export interface TimerCommandProcessorDeps {
   readonly tracing?: Pick<TimerTracing, "startCommand">;
   /** Where the outcomes of commands sent with `Timer-Confirm: 1` go (CONTRACT §19); absent: none is sent. */
   readonly outcomes?: CommandOutcomes;
+  /** TIMER_HISTORY_ENTRIES (CONTRACT §19): entries each timer's history keeps; 0 or absent: none. */
+  readonly historyEntries?: number;
 }
 
 /**
@@ -127,7 +130,16 @@ export class TimerCommandProcessor {
 
   private async processInTurn(batch: readonly DeliveredCommand[], turn: ApplyTurn): Promise<CommandSettlement[]> {
     const settlements = new Array<CommandSettlement>(batch.length);
-    const valid: { index: number; type: CommandType; command: TimerCommand; refusal: Refusal; span: CommandSpan | undefined }[] = [];
+    // What a timer's history records of each command beyond the command; nothing when none is kept.
+    const history = (this.deps.historyEntries ?? 0) > 0;
+    const valid: {
+      index: number;
+      type: CommandType;
+      command: TimerCommand;
+      refusal: Refusal;
+      span: CommandSpan | undefined;
+      note: CommandNote | undefined;
+    }[] = [];
     const rejected: Promise<void>[] = [];
     // In slices: the answers of a store working on the batch before (its read, its commit) are
     // taken between them, so that the store does not wait for this whole batch's decoding.
@@ -135,13 +147,17 @@ export class TimerCommandProcessor {
       const decoded = this.decode(message);
       if (decoded.ok) {
         const { command, span } = this.startSpan(message, decoded);
-        valid.push({ index, type: decoded.type, refusal: decoded.refusal, command, span });
+        const note = history ? { commandId: decoded.commandId, traceId: span?.trace.traceId ?? decoded.trace.traceId } : undefined;
+        valid.push({ index, type: decoded.type, refusal: decoded.refusal, command, span, note });
       } else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
     });
     // Nothing to apply: the turn passes on now, not after the rejections are published.
     if (valid.length === 0) turn.end();
     else {
-      const applied = await turn.apply(valid.map((v) => v.command));
+      const applied = await turn.apply(
+        valid.map((v) => v.command),
+        history ? valid.map((v) => v.note) : undefined,
+      );
       valid.forEach((v, i) => {
         const decision = applied?.[i];
         v.span?.end(decision?.outcome ?? "not stored");
@@ -226,10 +242,10 @@ export class TimerCommandProcessor {
     this.#lastApply = previous.then(() => ended);
     const inCallOrder = this.deps.store.appliesInCallOrder === true;
     return {
-      apply: async (commands) => {
+      apply: async (commands, notes) => {
         await previous;
         // applyNow hands the batch to the store before it first awaits.
-        const applying = this.applyNow(commands);
+        const applying = this.applyNow(commands, notes);
         if (inCallOrder) end();
         try {
           return await applying;
@@ -243,7 +259,7 @@ export class TimerCommandProcessor {
   }
 
   /** Commits the commands; undefined when storage failed (nothing was committed). */
-  private async applyNow(commands: TimerCommand[]): Promise<AppliedDecision[] | undefined> {
+  private async applyNow(commands: TimerCommand[], notes?: (CommandNote | undefined)[]): Promise<AppliedDecision[] | undefined> {
     const { store, clock, metrics, logger } = this.deps;
     let decisions: AppliedDecision[];
     try {
@@ -252,6 +268,7 @@ export class TimerCommandProcessor {
         nowMs: clock.now(),
         maxPendingPerTenant: this.deps.maxPendingPerTenant ?? 0,
         retentionMs: this.deps.retentionMs ?? 0,
+        ...(notes === undefined ? {} : { historyEntries: this.deps.historyEntries, commandNotes: notes }),
       });
     } catch (error) {
       logger.error({ err: error, commands: commands.length }, "storing commands failed; they will be redelivered");

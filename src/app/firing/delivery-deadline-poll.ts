@@ -3,6 +3,7 @@ import type { FiringPollDeps } from "./firing-poll-deps.js";
 import { publishClaimed } from "./publish-claimed.js";
 import { timerKeyString } from "../../domain/timer.js";
 import { decideDeadline, type DeadlineDecision, type DeadlineTimer } from "../../domain/delivery-rules.js";
+import { deadlineHistory } from "./firing-history.js";
 
 /** What one deadline poll did. */
 export interface DeadlinePollReport {
@@ -61,6 +62,7 @@ export class DeliveryDeadlinePoll {
     let retried = 0;
     let timeouts = 0;
     if (toRecord.length > 0) {
+      const keep = this.deps.historyEntries ?? 0;
       const recordedKeys = await store.recordDeadlines(
         toRecord.map(({ timer, decision }) => ({
           tenantId: timer.tenantId,
@@ -68,6 +70,7 @@ export class DeliveryDeadlinePoll {
           attempt: timer.attempt,
           deadlineAtMs: timer.deadlineAtMs,
           next: decision.next,
+          ...(keep > 0 ? { history: deadlineHistory(timer, decision, nowMs, keep) } : {}),
         })),
         owner,
       );

@@ -11,6 +11,7 @@ import { mapInSlices } from "../in-slices.js";
 import { BudgetedCalendar, CatchUpTooLong } from "./budgeted-calendar.js";
 import type { CatchUpCalculator } from "./catch-up-calculator.js";
 import { CatchUpLanes } from "./catch-up-lanes.js";
+import { firingHistory } from "./firing-history.js";
 
 /** What a poll read: whether the batch was full, and the chain's cursor after its timers. */
 export interface PollRead {
@@ -194,6 +195,7 @@ export class DueTimerPoll {
     const toRecord = fired.length === toPublish.length ? published : [...published, ...fired.filter((f) => f.firing.kind === "cancelled")];
     let marked = 0;
     if (toRecord.length > 0) {
+      const keep = this.deps.historyEntries ?? 0;
       const recordedKeys = await store.recordFirings(
         toRecord.map(({ timer, firing }) => ({
           tenantId: timer.tenantId,
@@ -201,6 +203,7 @@ export class DueTimerPoll {
           dueAtMs: timer.dueAtMs,
           generation: timer.generation,
           next: firing.next,
+          ...(keep > 0 ? { history: firingHistory(timer, firing, nowMs, keep) } : {}),
         })),
         owner,
       );

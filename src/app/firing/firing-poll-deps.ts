@@ -16,4 +16,6 @@ export interface FiringPollDeps {
   readonly owner: string;
   /** How long a claim holds: longer than a poll's publish and record can take (CONTRACT §6). */
   readonly claimTtlMs: number;
+  /** TIMER_HISTORY_ENTRIES (CONTRACT §19): entries each timer keeps; 0 or absent: none are written. */
+  readonly historyEntries?: number;
 }

@@ -41,7 +41,35 @@ export const timerViewSchema = z.object({
     .optional(),
 });
 
-export const getReplySchema = z.object({ timer: timerViewSchema.nullable() });
+/** One entry of a timer's history (CONTRACT §19, domain/timer-history.ts), by `kind`. */
+export const historyEntrySchema = z.discriminatedUnion("kind", [
+  z.object({
+    at: eventInstantSchema,
+    kind: z.literal("command"),
+    type: z.string(),
+    commandId: z.string().optional(),
+    timestampMs: count,
+    traceId: z.string().optional(),
+    outcome: z.enum(["applied", "ignored", "rejected"]),
+    code: z.string().optional(),
+    reason: z.string().optional(),
+    operator: z.object({ via: z.enum(["http", "nats"]), token: z.boolean() }).optional(),
+  }),
+  z.object({
+    at: eventInstantSchema,
+    kind: z.enum(["fired", "missed"]),
+    eventId: z.string(),
+    attempt: count,
+    lateMs: z.number().int(),
+    occurrence: count.optional(),
+    published: z.boolean(),
+    reason: z.string().optional(),
+  }),
+  z.object({ at: eventInstantSchema, kind: z.literal("timeout"), attempt: count, then: z.string() }),
+]);
+
+/** `history` only when the request asked for it (CONTRACT §19): oldest first, empty for an unknown timer. */
+export const getReplySchema = z.object({ timer: timerViewSchema.nullable(), history: z.array(historyEntrySchema).optional() });
 
 export const listReplySchema = z.object({ timers: z.array(timerViewSchema), nextCursor: z.string().nullable() });
 

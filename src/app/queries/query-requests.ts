@@ -32,6 +32,8 @@ const cursor = z.string().transform((text, ctx) => {
 
 export const getRequestSchema = z.strictObject({
   serviceCallId: z.string().refine(isServiceCallId, "must be 1..256 code points without control characters"),
+  /** CONTRACT §19: the reply adds the timer's history. */
+  history: z.boolean().nullish(),
 });
 
 export const listRequestSchema = z.strictObject({

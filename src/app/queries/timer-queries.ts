@@ -32,6 +32,8 @@ export interface TimerRecord extends TimerKey {
   readonly createdVia: string | null;
   /** The trace its events continue (CONTRACT §13); null for a timer stored before tracing. */
   readonly traceId?: string | null;
+  /** Its history (CONTRACT §19), the stored JSON text; only when asked for (`get` with `history`). */
+  readonly history?: string | null;
 }
 
 /**
@@ -130,7 +132,8 @@ export interface TimerCounts {
  * Every adapter passes `test/contract/timer-queries.contract.ts`.
  */
 export interface TimerQueries {
-  get(key: TimerKey): Promise<TimerRecord | undefined>;
+  /** With `history`: the record carries the timer's history, read with it. */
+  get(key: TimerKey, options?: { readonly history?: boolean }): Promise<TimerRecord | undefined>;
   /** Tombstones (no dueAt) are not listed; `get` shows them. */
   list(query: TimerListQuery): Promise<TimerPage>;
   /**

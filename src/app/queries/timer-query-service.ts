@@ -15,6 +15,7 @@ import type { TimerQueries } from "./timer-queries.js";
 import { statsView, timerView } from "./timer-view.js";
 import { formatInstant } from "../../domain/due-time.js";
 import { StatsCache } from "./stats-cache.js";
+import { parseHistory } from "../../domain/timer-history.js";
 import { FairQueryGate } from "./fair-query-gate.js";
 
 export type QueryEndpoint = "get" | "list" | "stats";
@@ -143,7 +144,13 @@ export class TimerQueryService {
         case "get": {
           const parsed = parse(getRequestSchema, request);
           if (!parsed.success) return invalid(parsed.message);
-          const record = await queries.get({ tenantId, serviceCallId: parsed.data.serviceCallId });
+          const key = { tenantId, serviceCallId: parsed.data.serviceCallId };
+          if (parsed.data.history === true) {
+            const record = await queries.get(key, { history: true });
+            if (record === undefined) return { status: 404, body: { timer: null, history: [] } };
+            return { status: 200, body: { timer: timerView(record), history: parseHistory(record.history) } };
+          }
+          const record = await queries.get(key);
           return record === undefined ? { status: 404, body: { timer: null } } : { status: 200, body: { timer: timerView(record) } };
         }
         case "list": {

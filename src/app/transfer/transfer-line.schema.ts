@@ -3,6 +3,7 @@ import { parseInstant } from "../../domain/due-time.js";
 import { isCodePointText, isServiceCallId, isTenantId } from "../commands/command-text.js";
 import { MAX_DATA_BYTES } from "../commands/command-decoder.js";
 import { TIMER_STATES } from "../queries/timer-queries.js";
+import { historyEntrySchema } from "../queries/query-replies.schema.js";
 import { MAX_RETRIES_LIMIT, MIN_BACKOFF_MS, MIN_COMPLETION_TIMEOUT_MS } from "../../domain/delivery-rules.js";
 
 /**
@@ -118,6 +119,8 @@ export const timerLineSchema = z
       .string({ error: "must be 16 lower-case hex digits" })
       .regex(/^[0-9a-f]{16}$/, "must be 16 lower-case hex digits")
       .optional(),
+    /** The timer's history (CONTRACT §19), oldest first; absent in exports of stores without one. */
+    history: z.array(historyEntrySchema).max(1000, "must have at most 1000 entries").optional(),
   })
   .superRefine((line, context) => {
     // Marked, so that the message does not echo the member's value: the problem is the combination.

@@ -83,7 +83,10 @@ export function encodeRecord(record: TransferRecord): string {
     };
     return JSON.stringify(line);
   }
-  return JSON.stringify(timerLine(record.timer));
+  const { history } = record.timer;
+  // The stored history is JSON already: spliced in as it is, not parsed and written again.
+  const line = JSON.stringify(timerLine(record.timer));
+  return history == null || history.length <= 2 ? line : `${line.slice(0, -1)},"history":${history}}`;
 }
 
 /** Built member by member, not by spreads: an export writes millions of these. */
@@ -210,6 +213,8 @@ function timerOf(line: CheckedTimerLine): Timer {
     timer.traceState = line.traceState ?? null;
     timer.traceSpanId = line.traceSpanId ?? null;
   }
+  // Written again from the checked entries: each starts with its `at`, as appendHistory needs.
+  if (line.history !== undefined && line.history.length > 0) timer.history = JSON.stringify(line.history);
   return timer as unknown as Timer;
 }
 

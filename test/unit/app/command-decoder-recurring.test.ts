@@ -123,6 +123,7 @@ describe("CommandDecoder: CancelTimersByPrefix", () => {
     expect(decoder.decode(rawCommand(subject, body))).toEqual({
       ok: true,
       refusal: expect.any(Function),
+      commandId: expect.any(String),
       type: "CancelTimersByPrefix",
       command: { kind: "cancelPrefix", tenantId: "acme", serviceCallIdPrefix: "order-4711:", correlationId: "c", timestampMs: 9 },
       trace: expect.objectContaining({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) }),

@@ -30,6 +30,7 @@ describe("CommandDecoder: RetryTimer (CONTRACT §14)", () => {
     expect(result).toEqual({
       ok: true,
       refusal: expect.any(Function),
+      commandId: expect.any(String),
       type: "RetryTimer",
       command: { kind: "retry", tenantId: "acme", serviceCallId: "s", correlationId: "op", timestampMs: 42, trace: expect.anything() },
       trace: expect.objectContaining({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) }),

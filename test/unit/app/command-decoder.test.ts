@@ -72,6 +72,7 @@ describe("CommandDecoder: valid commands", () => {
     expect(result).toEqual({
       ok: true,
       refusal: expect.any(Function),
+      commandId: "cmd-1",
       type: "ScheduleTimer",
       command: {
         kind: "schedule",
@@ -95,6 +96,7 @@ describe("CommandDecoder: valid commands", () => {
     expect(result).toEqual({
       ok: true,
       refusal: expect.any(Function),
+      commandId: "cmd-3",
       type: "CancelTimer",
       command: { kind: "cancel", tenantId: "acme", serviceCallId: "call-9", correlationId: "c", timestampMs: 5 },
       trace: expect.objectContaining({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) }),

@@ -1,0 +1,1 @@
+ALTER TABLE `timer_schedules` ADD `history` text;
