@@ -21,7 +21,9 @@ function daysInMonth(year: number, month: number): number {
 export function instantProblem(text: string): string | undefined {
   const m = ISO_DATE_TIME.exec(text);
   if (m === null) {
-    return /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?$/.test(text) ? "it has no offset (Z or ±hh:mm)" : "it is not in that form";
+    return /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?$/.test(text)
+      ? "it has no offset (Z or ±hh:mm)"
+      : "it is not ISO 8601 (date, T, time and an offset)";
   }
   const [year, month, day, hour, minute] = [1, 2, 3, 4, 5].map((i) => Number(m[i]));
   const second = m[6] === undefined ? 0 : Number(m[6]);

@@ -53,7 +53,7 @@ describe("dates that do not exist", () => {
       expect(instantProblem(valid), valid).toBeUndefined();
     expect(instantProblem("2100-02-29T09:00:00Z")).toBe("February 2100 has 28 days, not 29");
     expect(instantProblem("2026-03-01T09:00:00")).toBe("it has no offset (Z or ±hh:mm)");
-    expect(instantProblem("tomorow 9am")).toBe("it is not in that form");
+    expect(instantProblem("tomorow 9am")).toBe("it is not ISO 8601 (date, T, time and an offset)");
   });
 
   it("when repeat.until or a list bound does not exist, then the member is named", async () => {
