@@ -37,11 +37,11 @@ WORKDIR /app
 RUN mkdir -p /data && chown node:node /data
 COPY --from=builder --chown=root:root /app/node_modules ./node_modules
 COPY --from=builder --chown=root:root /app/dist ./dist
-# node_modules/@timer-service/client links here; `npx timer-client` in the image runs bin/.
+# node_modules/@timer-service/client links here; `npx timer-client` in the image runs bin/ (its
+# @nats-io/* resolve from /app/node_modules when the client has no copies of its own).
 COPY --from=builder --chown=root:root /app/clients/typescript/package.json ./clients/typescript/
 COPY --from=builder --chown=root:root /app/clients/typescript/bin ./clients/typescript/bin
 COPY --from=builder --chown=root:root /app/clients/typescript/dist ./clients/typescript/dist
-COPY --from=builder --chown=root:root /app/clients/typescript/node_modules ./clients/typescript/node_modules
 COPY --chown=root:root drizzle ./drizzle
 COPY --chown=root:root asyncapi.yaml ./
 COPY --chown=root:root schemas ./schemas
