@@ -8,6 +8,33 @@ function late(ms: number | undefined): string {
   return ms < 1_000 ? `${ms} ms late` : `${(ms / 1_000).toFixed(ms < 10_000 ? 1 : 0)} s late`;
 }
 
+/** Members the words below already say; any other member of an entry is shown as `name value`. */
+const SAID = new Set([
+  "at",
+  "kind",
+  "type",
+  "commandId",
+  "outcome",
+  "reason",
+  "code",
+  "eventId",
+  "attempt",
+  "lateMs",
+  "occurrence",
+  "published",
+  "why",
+  "token",
+  "via",
+  "traceId",
+  "timestampMs",
+]);
+
+function extras(entry: TimerHistoryEntry): string[] {
+  return Object.entries(entry)
+    .filter(([name, value]) => !SAID.has(name) && value !== undefined && value !== null)
+    .map(([name, value]) => `${name} ${typeof value === "string" ? value : JSON.stringify(value)}`);
+}
+
 /** What happened, in a few words: `ScheduleTimer applied (command 3f2a…)`, `fired, attempt 2, 12 ms late`. */
 export function describeEntry(entry: TimerHistoryEntry): string {
   const parts: string[] = [];
@@ -36,6 +63,7 @@ export function describeEntry(entry: TimerHistoryEntry): string {
   } else {
     parts.push(entry.kind);
   }
+  parts.push(...extras(entry));
   const traceId = str(entry.traceId);
   if (traceId !== undefined) parts.push(`trace ${traceId}`);
   return parts.join(", ");

@@ -129,6 +129,7 @@ describe("timer-client history", () => {
         },
         { at: "2026-03-01T09:00:00.012Z", kind: "fired", eventId: "acme:order-7:1772355600000:2", attempt: 1, lateMs: 12 },
         { at: "2026-03-01T09:05:00.000Z", kind: "timeout", attempt: 1 },
+        { at: "2026-03-01T09:06:00.000Z", kind: "command", type: "RetryTimer", commandId: "c-3", outcome: "applied", action: "retry" },
       ],
     });
     const result = await cli("history", "order-7", "--tenant", "acme");
@@ -141,10 +142,11 @@ describe("timer-client history", () => {
       "  2026-03-01T08:30:00.000Z  command  CancelTimer rejected INVALID_FIELD, command c-2",
       "  2026-03-01T09:00:00.012Z  fired    fired, attempt 1, 12 ms late, event acme:order-7:1772355600000:2",
       "  2026-03-01T09:05:00.000Z  timeout  completion timed out, attempt 1",
+      "  2026-03-01T09:06:00.000Z  command  RetryTimer applied, command c-3, action retry",
       "",
     ]);
     const json = await cli("history", "order-7", "--tenant", "acme", "--json");
-    expect(JSON.parse(json.stdout).history).toHaveLength(5);
+    expect(JSON.parse(json.stdout).history).toHaveLength(6);
   });
 
   it("when the timer is unknown, then it says so and exits 1", async () => {
