@@ -15,8 +15,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
-# The client is an npm workspace: `npm ci` links it, the build compiles it first (the CLI uses it).
+# The client is an npm workspace: `npm ci` links it and its timer-client command (bin/), the build compiles it first.
 COPY clients/typescript/package.json clients/typescript/tsconfig.build.json ./clients/typescript/
+COPY clients/typescript/bin ./clients/typescript/bin
 COPY clients/typescript/src ./clients/typescript/src
 COPY src ./src
 # `npm ci` also runs the `prepare` script (the client, then tsc -p tsconfig.build.json), so src must be here.
@@ -36,8 +37,10 @@ WORKDIR /app
 RUN mkdir -p /data && chown node:node /data
 COPY --from=builder --chown=root:root /app/node_modules ./node_modules
 COPY --from=builder --chown=root:root /app/dist ./dist
-# node_modules/@timer-service/client links here.
+# node_modules/@timer-service/client links here; `npx timer-client` in the image runs bin/ (its
+# @nats-io/* resolve from /app/node_modules when the client has no copies of its own).
 COPY --from=builder --chown=root:root /app/clients/typescript/package.json ./clients/typescript/
+COPY --from=builder --chown=root:root /app/clients/typescript/bin ./clients/typescript/bin
 COPY --from=builder --chown=root:root /app/clients/typescript/dist ./clients/typescript/dist
 COPY --chown=root:root drizzle ./drizzle
 COPY --chown=root:root asyncapi.yaml ./

@@ -103,11 +103,18 @@ export default tseslint.config(
   },
   {
     // Its command-line tool runs only on Node: Node's own modules too, still no package beyond @nats-io/*.
-    files: ["clients/typescript/src/cli.ts"],
+    files: ["clients/typescript/src/cli.ts", "clients/typescript/src/cli/**/*.ts"],
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [{ regex: "^(?!\\./|@nats-io/|node:)", message: "the client's CLI imports its own files, node:* and @nats-io/*" }] },
+        {
+          patterns: [
+            {
+              regex: "^(?!\\./|\\.\\./(?!\\.\\./)|@nats-io/|node:)",
+              message: "the client's CLI imports its own files (./x.js, ../x.js), node:* and @nats-io/*",
+            },
+          ],
+        },
       ],
     },
   },

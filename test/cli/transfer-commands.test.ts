@@ -1,12 +1,14 @@
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI } from "./cli-support.js";
 import { encodeHeader, encodeRecord } from "../../src/app/transfer/transfer-lines.js";
 import { fixtureRecords } from "../support/transfer-fixtures.js";
+
+/** The service's CLI (`npm run build` first). */
+const CLI = resolve(import.meta.dirname, "../../dist/cli/main.js");
 
 /** `timer-service export | import` as an operator runs them (CONTRACT §18), on SQLite files. */
 const run = promisify(execFile);

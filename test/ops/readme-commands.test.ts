@@ -63,6 +63,25 @@ describe("README commands", () => {
     expect(commands.length).toBeGreaterThan(20);
   });
 
+  /** A command that runs until stopped (watch): started, it must stay up and print nothing on stderr. */
+  async function checkKeepsRunning(command: string): Promise<void> {
+    const child = spawn("sh", ["-c", `exec ${command}`], { cwd: repoRoot, env: { ...process.env, ...env } });
+    let stderr = "";
+    child.stdout.resume();
+    const started = new Promise<void>((resolveStarted) =>
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes("watching")) resolveStarted();
+      }),
+    );
+    const exited = new Promise<void>((resolveExit) => child.once("exit", () => resolveExit()));
+    await Promise.race([started, exited]);
+    expect(child.exitCode, stderr).toBeNull();
+    expect(stderr).toMatch(/^watching [^\n]*\(Ctrl-C to stop\)\n$/);
+    child.kill("SIGTERM");
+    await exited;
+  }
+
   /** Runs `line` the way the README means it, against this test's broker and service. */
   async function check(line: string): Promise<void> {
     const local = (text: string) => text.replaceAll("localhost:8080", `127.0.0.1:${service.httpPort}`);
@@ -106,8 +125,10 @@ describe("README commands", () => {
       return;
     }
     if (line.startsWith("npx timer-client ")) {
-      // The client package's CLI, as another project runs it once the package is installed.
-      const result = sh(`node clients/typescript/dist/cli.js ${line.slice("npx timer-client ".length)}`, env);
+      // The client package's command, through the stub npm links (as another project runs it).
+      const command = `node clients/typescript/bin/timer-client.js ${line.slice("npx timer-client ".length)}`;
+      if (line.startsWith("npx timer-client watch")) return checkKeepsRunning(command);
+      const result = sh(command, env);
       expect(result.code, result.output).toBe(0);
       return;
     }
@@ -119,17 +140,7 @@ describe("README commands", () => {
     }
     if (line.startsWith("npx timer-service ")) {
       const args = line.slice("npx timer-service ".length);
-      if (args === "serve") return checkServe(nats.url);
-      if (args.startsWith("watch")) {
-        // Runs until stopped: started, it must stay up and print nothing on stderr.
-        const child = spawn("sh", ["-c", `exec node dist/cli/main.js ${args}`], { cwd: repoRoot, env: { ...process.env, ...env } });
-        let stderr = "";
-        child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-        await new Promise((r) => setTimeout(r, 1_500));
-        expect(child.exitCode, stderr).toBeNull();
-        child.kill("SIGTERM");
-        return;
-      }
+      if (args === "serve" || args === "start") return checkServe(nats.url);
       const result = sh(`node dist/cli/main.js ${args}`, env);
       expect(result.code, result.output).toBe(0);
       return;

@@ -1,8 +1,10 @@
 export { connectTimerClient, TimerClient, type TimerClientOptions } from "./timer-client.js";
-export { TimerClientError, type TimerClientErrorCode, type TimerClientErrorOptions } from "./timer-client-error.js";
+export { TimerClientError, TimerRejectedError, type TimerClientErrorCode, type TimerClientErrorOptions } from "./timer-client-error.js";
 export type {
   CommandEnvelope,
   CommandOptions,
+  CommandOutcome,
+  ConfirmedResult,
   CommandRejectedPayload,
   ConsumeOptions,
   Delivery,
@@ -17,7 +19,9 @@ export type {
   SendResult,
   Timer,
   TimerEvent,
+  TimerHistoryEntry,
   TimerPage,
   TimerState,
   TimerStats,
+  TimerWithHistory,
 } from "./types.js";

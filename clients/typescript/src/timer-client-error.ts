@@ -17,22 +17,35 @@ import {
  * - `SERVICE_ERROR`: the service failed to answer a query (500, 503);
  * - `CLOSED`: the client or its connection is closed;
  * - `PERMISSION_DENIED`: the broker does not allow this subject for the connection's user;
+ * - `NOT_CONNECTED`: the connection to the server is lost (the client is reconnecting);
+ * - `NO_OUTCOME`: a command sent with `confirm: true` was stored but no outcome came in time (it may
+ *   still be applied: look with `get`);
  * - `BROKER_ERROR`: any other failure of the broker or the connection.
  */
 export type TimerClientErrorCode =
-  "INVALID_INPUT" | "TIMEOUT" | "NO_RESPONDERS" | "INVALID_REQUEST" | "SERVICE_ERROR" | "CLOSED" | "PERMISSION_DENIED" | "BROKER_ERROR";
+  | "INVALID_INPUT"
+  | "TIMEOUT"
+  | "NO_RESPONDERS"
+  | "INVALID_REQUEST"
+  | "SERVICE_ERROR"
+  | "CLOSED"
+  | "PERMISSION_DENIED"
+  | "NOT_CONNECTED"
+  | "NO_OUTCOME"
+  | "BROKER_ERROR";
 
 export interface TimerClientErrorOptions extends ErrorOptions {
   /** The service's error code of a refused query (400, 500, 503). */
   status?: number;
-  /** The problem alone, without what was being done: `/payload/dueAt: must match …`, or the service's message. */
+  /** The problem alone, without what was being done: `/payload/dueAt: must match …`, or the service's message; default the message. */
   detail?: string;
 }
 
 export class TimerClientError extends Error {
   override readonly name = "TimerClientError";
   readonly status: number | undefined;
-  readonly detail: string | undefined;
+  /** The problem alone, without what was being done (always set). */
+  readonly detail: string;
 
   constructor(
     readonly code: TimerClientErrorCode,
@@ -42,23 +55,42 @@ export class TimerClientError extends Error {
     const { status, detail, ...errorOptions } = options;
     super(message, errorOptions);
     this.status = status;
-    this.detail = detail;
+    this.detail = detail ?? message;
   }
 }
 
 /** The client's error for a failure of the NATS library, by the first known error of its cause chain. */
 export function fromNatsError(error: unknown, doing: string): TimerClientError {
   if (error instanceof TimerClientError) return error;
+  const failure = (code: TimerClientErrorCode, detail: string): TimerClientError =>
+    new TimerClientError(code, `${doing}: ${detail}`, { cause: error, detail });
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof TimeoutError || /timeout/i.test(e.name))
-      return new TimerClientError("TIMEOUT", `${doing}: timed out`, { cause: error });
+    if (e instanceof TimeoutError || /timeout/i.test(e.name)) return failure("TIMEOUT", "timed out");
     if (e instanceof NoRespondersError || (e instanceof RequestError && e.isNoResponders()) || /no responders/i.test(e.message)) {
-      return new TimerClientError("NO_RESPONDERS", `${doing}: no responders`, { cause: error });
+      return failure("NO_RESPONDERS", "no responders");
     }
-    if (e instanceof ClosedConnectionError || e instanceof DrainingConnectionError) {
-      return new TimerClientError("CLOSED", `${doing}: the connection is closed`, { cause: error });
-    }
-    if (e instanceof PermissionViolationError) return new TimerClientError("PERMISSION_DENIED", `${doing}: ${e.message}`, { cause: error });
+    if (e instanceof ClosedConnectionError || e instanceof DrainingConnectionError) return failure("CLOSED", "the connection is closed");
+    if (e instanceof PermissionViolationError) return failure("PERMISSION_DENIED", e.message);
   }
-  return new TimerClientError("BROKER_ERROR", `${doing}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  return failure("BROKER_ERROR", error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * The service refused a command sent with `confirm: true` (its `CommandOutcome` said `rejected`):
+ * `code` is the CommandRejected code (`INVALID_FIELD`, `TIMER_FINAL`, …), `reason` the service's words.
+ */
+export class TimerRejectedError extends Error {
+  override readonly name = "TimerRejectedError";
+  /** The reason alone, as `TimerClientError.detail`. */
+  readonly detail: string;
+
+  constructor(
+    readonly code: string,
+    readonly reason: string,
+    readonly commandId: string,
+    readonly serviceCallId?: string,
+  ) {
+    super(`the service rejected command ${commandId}${serviceCallId === undefined ? "" : ` (${serviceCallId})`}: ${code}: ${reason}`);
+    this.detail = reason;
+  }
 }

@@ -4,10 +4,14 @@ import { consumeEvents } from "./event-consumer.js";
 import { MESSAGE_SCHEMAS } from "./message-schemas.js";
 import { schemaProblem, type Schema } from "./schema-check.js";
 import { cronProblem } from "./cron-check.js";
-import { fromNatsError, TimerClientError } from "./timer-client-error.js";
+import { fromNatsError, TimerClientError, TimerRejectedError } from "./timer-client-error.js";
+import { CommandOutcomes } from "./command-outcomes.js";
+import { instantMessage, instantProblem, INSTANT_FORMAT } from "./instant-check.js";
 import type {
   CommandEnvelope,
   CommandOptions,
+  CommandOutcome,
+  ConfirmedResult,
   ConsumeOptions,
   EventKind,
   EventSubscription,
@@ -18,6 +22,7 @@ import type {
   TimerEvent,
   TimerPage,
   TimerStats,
+  TimerWithHistory,
 } from "./types.js";
 
 interface CommonOptions {
@@ -29,6 +34,8 @@ interface CommonOptions {
   eventsStream?: string;
   /** How long a publish ack or a query reply may take; default 5000 ms. */
   timeoutMs?: number;
+  /** How long a command sent with `confirm: true` waits for its outcome after it is stored; default 5000 ms. */
+  confirmTimeoutMs?: number;
 }
 
 /** Connect with the nats.js options (`servers`, `user`, `pass`, `token`, `tls`, …), or pass a connection (`nc`) the caller keeps. */
@@ -44,19 +51,21 @@ const decoder = new TextDecoder();
 
 /** Connects (or takes `nc`) and returns a client for one tenant. */
 export async function connectTimerClient(options: TimerClientOptions): Promise<TimerClient> {
-  const { tenantId, subjectPrefix = "timer", eventsStream = "TIMER_EVENTS", timeoutMs = 5000 } = options;
+  const { tenantId, subjectPrefix = "timer", eventsStream = "TIMER_EVENTS", timeoutMs = 5000, confirmTimeoutMs = 5000 } = options;
   if (tenantId === undefined || tenantId === null) throw new TimerClientError("INVALID_INPUT", `tenantId is required: ${TENANT_FORMAT}`);
   const tenantProblem = schemaProblem(bundledSchema("CancelTimer").properties.tenantId as Schema, tenantId, "/tenantId");
   if (tenantProblem !== undefined)
     throw new TimerClientError("INVALID_INPUT", `tenantId ${JSON.stringify(tenantId)} is not valid: ${TENANT_FORMAT}`);
   if (!/^[A-Za-z0-9_-]{1,32}$/.test(subjectPrefix))
     throw new TimerClientError("INVALID_INPUT", "subjectPrefix must match ^[A-Za-z0-9_-]{1,32}$");
+  if (!Number.isSafeInteger(confirmTimeoutMs) || confirmTimeoutMs < 1)
+    throw new TimerClientError("INVALID_INPUT", `confirmTimeoutMs must be a whole number of milliseconds ≥ 1, e.g. 5000`);
   let nc: NatsConnection;
   let owned = false;
   if ("nc" in options) {
     nc = options.nc;
   } else {
-    const { tenantId: _t, subjectPrefix: _p, eventsStream: _e, timeoutMs: _m, ...connectionOptions } = options;
+    const { tenantId: _t, subjectPrefix: _p, eventsStream: _e, timeoutMs: _m, confirmTimeoutMs: _c, ...connectionOptions } = options;
     try {
       nc = await connect(connectionOptions);
     } catch (error) {
@@ -64,7 +73,7 @@ export async function connectTimerClient(options: TimerClientOptions): Promise<T
     }
     owned = true;
   }
-  return new TimerClient(nc, owned, { tenantId, subjectPrefix, eventsStream, timeoutMs });
+  return new TimerClient(nc, owned, { tenantId, subjectPrefix, eventsStream, timeoutMs, confirmTimeoutMs });
 }
 
 function bundledSchema(type: string): Schema & { properties: Record<string, Schema> } {
@@ -73,12 +82,26 @@ function bundledSchema(type: string): Schema & { properties: Record<string, Sche
   return schema as Schema & { properties: Record<string, Schema> };
 }
 
-const instant = (value: Date | string): string => {
-  if (typeof value === "string") return value;
-  if (!(value instanceof Date) || Number.isNaN(value.getTime()))
-    throw new TimerClientError("INVALID_INPUT", "a date must be a valid Date or an ISO 8601 string");
+/** A Date or an ISO 8601 string as the wire's string; refuses a date that does not exist, naming `member`. */
+function instant(value: Date | string, member: string, doing: string): string {
+  if (typeof value === "string") {
+    const problem = instantProblem(value);
+    if (problem === undefined) return value;
+    const detail = instantMessage(member, value, problem);
+    throw new TimerClientError("INVALID_INPUT", `${doing} ${detail}`, { detail });
+  }
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
+    const detail = `${member}: must be a valid Date or ${INSTANT_FORMAT}`;
+    throw new TimerClientError("INVALID_INPUT", `${doing} ${detail}`, { detail });
+  }
   return value.toISOString();
-};
+}
+
+/** `nats://host:port` of the server a connection is (or was last) connected to. */
+function serverUrlOf(nc: NatsConnection): string {
+  const server = nc.getServer();
+  return /^[a-z]+:\/\//.test(server) ? server : `nats://${server}`;
+}
 
 /** 16 random bytes as 32 hex digits. */
 export function randomCommandId(): string {
@@ -98,7 +121,10 @@ function defined(object: Record<string, unknown>): Record<string, unknown> {
 export class TimerClient {
   private readonly js: JetStreamClient;
   private readonly subscriptions = new Set<EventSubscription>();
+  private readonly outcomes: CommandOutcomes;
   private closed = false;
+  /** False between a disconnect and the reconnect: a send then fails at once, naming the server. */
+  private connected = true;
 
   /** @internal use connectTimerClient */
   constructor(
@@ -108,6 +134,15 @@ export class TimerClient {
     readonly options: Required<CommonOptions>,
   ) {
     this.js = jetstream(connection, { timeout: options.timeoutMs });
+    this.outcomes = new CommandOutcomes(connection, `${options.subjectPrefix}.outcomes.${options.tenantId}`);
+    void this.followStatus();
+  }
+
+  private async followStatus(): Promise<void> {
+    for await (const status of this.connection.status()) {
+      if (status.type === "disconnect") this.connected = false;
+      else if (status.type === "reconnect") this.connected = true;
+    }
   }
 
   get tenantId(): string {
@@ -118,8 +153,12 @@ export class TimerClient {
    * Creates or reschedules the timer `serviceCallId`. An id is used once: once its timer has fired
    * (or ended Missed, Completed, Failed, TimedOut) a newer schedule of it is rejected `TIMER_FINAL`
    * (see `consume({ kinds: ["rejected"] })`); use a new serviceCallId per timer, e.g. "order-42-reminder".
-   * Throws `INVALID_INPUT` before sending for what the service would reject (the schema, the cron rule, the time zone).
+   * Throws `INVALID_INPUT` before sending for what the service would reject (the schema, a date
+   * that does not exist, the cron rule, the time zone). With `confirm: true` it resolves with the
+   * service's outcome (CONTRACT §19).
    */
+  schedule(input: ScheduleInput & { confirm: true }): Promise<ConfirmedResult>;
+  schedule(input: ScheduleInput): Promise<SendResult>;
   async schedule(input: ScheduleInput): Promise<SendResult> {
     const { serviceCallId, dueAt, data, repeat, maxLatenessMs, delivery, createdBy, createdVia, ...command } = input;
     if (data !== undefined && data !== null) {
@@ -144,10 +183,15 @@ export class TimerClient {
     }
     const payload = defined({
       serviceCallId,
-      dueAt: instant(dueAt),
+      dueAt: dueAt === undefined || dueAt === null ? dueAt : instant(dueAt, "/payload/dueAt", "ScheduleTimer"),
       data,
       repeat:
-        repeat === undefined ? undefined : defined({ ...repeat, until: repeat.until === undefined ? undefined : instant(repeat.until) }),
+        repeat === undefined || repeat === null
+          ? repeat
+          : defined({
+              ...repeat,
+              until: repeat.until === undefined ? undefined : instant(repeat.until, "/payload/repeat/until", "ScheduleTimer"),
+            }),
       maxLatenessMs,
       delivery,
       createdBy,
@@ -157,43 +201,84 @@ export class TimerClient {
   }
 
   /** Cancels the timer; a cancel of an unknown key keeps an older schedule from creating it later. */
+  cancel(serviceCallId: string, options: CommandOptions & { confirm: true }): Promise<ConfirmedResult>;
+  cancel(serviceCallId: string, options?: CommandOptions): Promise<SendResult>;
   cancel(serviceCallId: string, options: CommandOptions = {}): Promise<SendResult> {
     return this.send("cancel", "CancelTimer", { serviceCallId }, options);
   }
 
   /** Cancels every timer of the tenant whose serviceCallId starts with `serviceCallIdPrefix`. */
-  cancelByPrefix(serviceCallIdPrefix: string, options: CommandOptions = {}): Promise<SendResult> {
+  cancelPrefix(serviceCallIdPrefix: string, options: CommandOptions & { confirm: true }): Promise<ConfirmedResult>;
+  cancelPrefix(serviceCallIdPrefix: string, options?: CommandOptions): Promise<SendResult>;
+  cancelPrefix(serviceCallIdPrefix: string, options: CommandOptions = {}): Promise<SendResult> {
     return this.send("cancelprefix", "CancelTimersByPrefix", { serviceCallIdPrefix }, options);
   }
 
+  /** The same as `cancelPrefix`. */
+  cancelByPrefix(serviceCallIdPrefix: string, options: CommandOptions & { confirm: true }): Promise<ConfirmedResult>;
+  cancelByPrefix(serviceCallIdPrefix: string, options?: CommandOptions): Promise<SendResult>;
+  cancelByPrefix(serviceCallIdPrefix: string, options: CommandOptions = {}): Promise<SendResult> {
+    return this.cancelPrefix(serviceCallIdPrefix, options);
+  }
+
   /** Re-arms a Failed, TimedOut or Missed timer to fire at once (ignored in other states). */
+  retry(serviceCallId: string, options: CommandOptions & { confirm: true }): Promise<ConfirmedResult>;
+  retry(serviceCallId: string, options?: CommandOptions): Promise<SendResult>;
   retry(serviceCallId: string, options: CommandOptions = {}): Promise<SendResult> {
     return this.send("retry", "RetryTimer", { serviceCallId }, options);
   }
 
   /** Reports the work of a Fired timer (one with `delivery`) as done. */
+  complete(serviceCallId: string, result: string | undefined, options: CommandOptions & { confirm: true }): Promise<ConfirmedResult>;
+  complete(serviceCallId: string, result?: string, options?: CommandOptions): Promise<SendResult>;
   complete(serviceCallId: string, result?: string, options: CommandOptions = {}): Promise<SendResult> {
     return this.send("complete", "TimerCompleted", defined({ serviceCallId, result }), options);
   }
 
   /** Reports the work of a Fired timer as failed: it is published again while attempts remain. */
+  fail(serviceCallId: string, reason: string, options: CommandOptions & { confirm: true }): Promise<ConfirmedResult>;
+  fail(serviceCallId: string, reason: string, options?: CommandOptions): Promise<SendResult>;
   fail(serviceCallId: string, reason: string, options: CommandOptions = {}): Promise<SendResult> {
     return this.send("fail", "TimerFailed", { serviceCallId, reason }, options);
   }
 
-  /** The timer, or null when the service knows no timer of that key. */
-  async get(serviceCallId: string): Promise<Timer | null> {
+  /**
+   * The timer, or null when the service knows no timer of that key. With `history: true` the
+   * timer and its history, oldest first (CONTRACT §19).
+   */
+  get(serviceCallId: string, options: { history: true }): Promise<TimerWithHistory>;
+  get(serviceCallId: string, options?: { history?: boolean }): Promise<Timer | null>;
+  async get(serviceCallId: string, options: { history?: boolean } = {}): Promise<Timer | null | TimerWithHistory> {
+    if (options.history === true) return this.getHistory(serviceCallId);
     const reply = await this.query<{ timer: Timer | null }>("get", "GetTimerRequest", { serviceCallId });
     return reply.timer;
+  }
+
+  /** The timer (null when unknown) and its history, oldest first: what reached it, when it fired, and why not. */
+  async getHistory(serviceCallId: string): Promise<TimerWithHistory> {
+    const reply = await this.query<{ timer: Timer | null; history?: TimerWithHistory["history"] }>(
+      "get",
+      "GetTimerRequest",
+      { serviceCallId },
+      { history: true },
+    );
+    if (!Array.isArray(reply.history))
+      throw new TimerClientError("SERVICE_ERROR", "query get: the reply has no history (a service older than CONTRACT v5?)", {
+        detail: "the reply has no history",
+      });
+    return { timer: reply.timer, history: reply.history };
   }
 
   /** One page of timers ordered by (dueAt, serviceCallId); pass `nextCursor` back as `cursor` for the next. */
   async list(query: ListQuery = {}): Promise<TimerPage> {
     const { dueAfter, dueBefore, ...rest } = query;
+    const at = (value: Date | string | null | undefined, member: string) =>
+      value === undefined || value === null ? value : instant(value, member, "list");
     const request = defined({
       ...rest,
-      dueAfter: dueAfter === undefined ? undefined : instant(dueAfter),
-      dueBefore: dueBefore === undefined ? undefined : instant(dueBefore),
+      dueAfter: at(dueAfter, "/dueAfter"),
+      dueBefore: at(dueBefore, "/dueBefore"),
+      ...(typeof rest.changedSince === "string" ? { changedSince: at(rest.changedSince, "/changedSince") } : {}),
     });
     return this.query<TimerPage>("list", "ListTimersRequest", request);
   }
@@ -231,6 +316,7 @@ export class TimerClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.outcomes.close();
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
     if (this.owned && !this.connection.isClosed()) {
       await this.connection.drain().catch(() => this.connection.close());
@@ -262,11 +348,25 @@ export class TimerClient {
     const h = natsHeaders();
     if (options.traceparent !== undefined) h.set("traceparent", options.traceparent);
     if (options.tracestate !== undefined) h.set("tracestate", options.tracestate);
+    if (options.confirm === true) h.set("Timer-Confirm", "1");
     const id = envelope.id as string;
     const subject = `${subjectPrefix}.commands.${token}.${tenantId}`;
+    this.assertConnected(`publishing ${type}`, "the command was not sent");
+    let awaited: ReturnType<CommandOutcomes["expect"]> | undefined;
+    if (options.confirm === true) {
+      try {
+        await this.outcomes.ready();
+      } catch (error) {
+        throw fromNatsError(error, `subscribing to the outcomes of ${tenantId}`);
+      }
+      awaited = this.outcomes.expect(id);
+      // A rejection before it is awaited (the publish failed) must not be reported as unhandled.
+      awaited.outcome.catch(() => undefined);
+    }
+    let sent: SendResult;
     try {
       const ack = await this.js.publish(subject, body, { msgID: id, headers: h, timeout: this.options.timeoutMs });
-      return {
+      sent = {
         commandId: id,
         duplicate: ack.duplicate,
         command: envelope as unknown as CommandEnvelope,
@@ -275,28 +375,79 @@ export class TimerClient {
         seq: ack.seq,
       };
     } catch (error) {
-      const failure = fromNatsError(error, `publishing ${type}`);
-      if (failure.code !== "NO_RESPONDERS") throw failure;
-      throw new TimerClientError(
-        "NO_RESPONDERS",
-        `publishing ${type}: no stream stores ${subject}: the timer service has not created its streams on this NATS server yet (start the service once, or check subjectPrefix "${subjectPrefix}")`,
-        { cause: error },
-      );
+      awaited?.forget();
+      throw this.publishFailure(error, type, subject);
     }
+    return awaited === undefined ? sent : this.confirmed(sent, awaited);
   }
 
-  private async query<T>(endpoint: string, schemaName: string, request: Record<string, unknown>): Promise<T> {
+  private assertConnected(doing: string, consequence: string): void {
+    if (this.connected) return;
+    const detail = `not connected to ${serverUrlOf(this.connection)} (the connection was lost; reconnecting)`;
+    throw new TimerClientError("NOT_CONNECTED", `${doing}: ${detail}: ${consequence}`, { detail });
+  }
+
+  private publishFailure(error: unknown, type: string, subject: string): TimerClientError {
+    const { subjectPrefix } = this.options;
+    const failure = fromNatsError(error, `publishing ${type}`);
+    if (failure.code === "TIMEOUT" && !this.connected) {
+      const detail = `not connected to ${serverUrlOf(this.connection)} (the connection was lost; reconnecting)`;
+      return new TimerClientError(
+        "NOT_CONNECTED",
+        `publishing ${type}: ${detail}: the command may still be stored when the connection returns (re-sending it with the same id is safe)`,
+        { cause: error, detail },
+      );
+    }
+    if (failure.code !== "NO_RESPONDERS") return failure;
+    const detail = `no stream stores ${subject}: the timer service has not created its streams on ${serverUrlOf(this.connection)} yet (start the service once, or check subjectPrefix "${subjectPrefix}")`;
+    return new TimerClientError("NO_RESPONDERS", `publishing ${type}: ${detail}`, { cause: error, detail });
+  }
+
+  /** Waits for the outcome of a stored command: applied or ignored resolve, rejected throws. */
+  private async confirmed(sent: SendResult, awaited: ReturnType<CommandOutcomes["expect"]>): Promise<ConfirmedResult> {
+    const { confirmTimeoutMs, tenantId } = this.options;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        awaited.forget();
+        const serviceCallId = sent.command.payload.serviceCallId;
+        const look =
+          typeof serviceCallId === "string"
+            ? `get(${JSON.stringify(serviceCallId)}), or timer-client get --tenant ${tenantId} --id ${JSON.stringify(serviceCallId)}`
+            : `list({ serviceCallIdPrefix: ${JSON.stringify(sent.command.payload.serviceCallIdPrefix)} })`;
+        const detail = `no outcome within ${confirmTimeoutMs} ms; the command is stored (stream ${sent.stream}, seq ${sent.seq}) and may still be applied: look with ${look}`;
+        reject(new TimerClientError("NO_OUTCOME", `${sent.command.type} ${sent.commandId}: ${detail}`, { detail }));
+      }, confirmTimeoutMs);
+    });
+    let outcome: CommandOutcome;
+    try {
+      outcome = await Promise.race([awaited.outcome, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (outcome.outcome === "rejected") {
+      throw new TimerRejectedError(outcome.code ?? "REJECTED", outcome.reason, outcome.commandId, outcome.serviceCallId);
+    }
+    const { type: _type, ...rest } = outcome;
+    return { ...sent, ...rest, outcome: outcome.outcome };
+  }
+
+  /** `extra` is sent beside the checked request: members newer than the bundled schema. */
+  private async query<T>(endpoint: string, schemaName: string, request: Record<string, unknown>, extra: object = {}): Promise<T> {
     this.assertOpen();
     const problem = schemaProblem(bundledSchema(schemaName), request);
     if (problem !== undefined) throw new TimerClientError("INVALID_INPUT", `${endpoint} ${problem}`, { detail: problem });
     const { tenantId, subjectPrefix, timeoutMs } = this.options;
+    const subject = `${subjectPrefix}.query.${endpoint}.${tenantId}`;
+    this.assertConnected(`query ${endpoint}`, "nothing was asked");
     let reply;
     try {
-      reply = await this.connection.request(`${subjectPrefix}.query.${endpoint}.${tenantId}`, encoder.encode(JSON.stringify(request)), {
-        timeout: timeoutMs,
-      });
+      reply = await this.connection.request(subject, encoder.encode(JSON.stringify({ ...request, ...extra })), { timeout: timeoutMs });
     } catch (error) {
-      throw fromNatsError(error, `query ${endpoint}`);
+      const failure = fromNatsError(error, `query ${endpoint}`);
+      if (failure.code !== "NO_RESPONDERS" && failure.code !== "TIMEOUT") throw failure;
+      const detail = `${failure.code === "TIMEOUT" ? "no answer in time" : "no responders"} on ${subject} at ${serverUrlOf(this.connection)} (is the timer service running there?)`;
+      throw new TimerClientError(failure.code, `query ${endpoint}: ${detail}`, { cause: error, detail });
     }
     const status = reply.headers?.get("Nats-Service-Error-Code") ?? "";
     let body: unknown;
@@ -314,7 +465,9 @@ export class TimerClient {
       });
     }
     if (typeof body !== "object" || body === null)
-      throw new TimerClientError("SERVICE_ERROR", `query ${endpoint}: the reply is not a JSON object`);
+      throw new TimerClientError("SERVICE_ERROR", `query ${endpoint}: the reply is not a JSON object`, {
+        detail: "the reply is not a JSON object",
+      });
     return body as T;
   }
 }

@@ -32,6 +32,54 @@ export interface CommandOptions {
   /** W3C Trace Context headers sent with the command. */
   traceparent?: string;
   tracestate?: string;
+  /**
+   * Wait for the service's `CommandOutcome` (header `Timer-Confirm: 1`): resolve once the command
+   * is applied or ignored, reject with `TimerRejectedError` when it is rejected.
+   */
+  confirm?: boolean;
+}
+
+/** What the service did with a command sent with `confirm: true` (CONTRACT §19). */
+export interface CommandOutcome {
+  readonly type: "CommandOutcome";
+  readonly commandId: string;
+  readonly serviceCallId?: string;
+  readonly outcome: "applied" | "ignored" | "rejected";
+  /** The CommandRejected code of a rejected command. */
+  readonly code?: string;
+  /** Why: for `ignored` e.g. an older timestampMs or a timer closed to commands. */
+  readonly reason: string;
+  /** The timer after the command. */
+  readonly timer?: { readonly state: TimerState; readonly dueAt: string | null; readonly generation: number; readonly occurrence?: number };
+}
+
+/** A confirmed send: where the command was stored, and what the service did with it. */
+export type ConfirmedResult = SendResult & Omit<CommandOutcome, "type" | "outcome"> & { readonly outcome: "applied" | "ignored" };
+
+/** One entry of a timer's history (CONTRACT §19), oldest first. */
+export interface TimerHistoryEntry {
+  /** When it happened, ISO 8601 UTC. */
+  readonly at: string;
+  readonly kind: "command" | "fired" | "missed" | "timeout" | (string & {});
+  /** `command`: the command's type, id, timestamp and what became of it. */
+  readonly type?: string;
+  readonly commandId?: string;
+  readonly timestampMs?: number;
+  readonly outcome?: "applied" | "ignored" | "rejected";
+  readonly reason?: string;
+  readonly code?: string;
+  /** `fired`, `missed`: the event and which attempt, how late, which occurrence. */
+  readonly eventId?: string;
+  readonly attempt?: number;
+  readonly lateMs?: number;
+  readonly occurrence?: number;
+  readonly [member: string]: unknown;
+}
+
+/** `get` with `history: true`: the timer (null when unknown) and its history, oldest first. */
+export interface TimerWithHistory {
+  readonly timer: Timer | null;
+  readonly history: readonly TimerHistoryEntry[];
 }
 
 export interface ScheduleInput extends CommandOptions {

@@ -2,7 +2,7 @@
  * The package as a user gets it: `npm pack` (its prepack build), installed from the tarball into
  * an empty project, used by a plain ESM script and type-checked by a TypeScript file.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -67,7 +67,20 @@ describe("npm pack of @timer-service/client", () => {
     const project = join(work, "app");
     execFileSync("mkdir", ["-p", project]);
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
-    execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", join(work, tarball!)], { cwd: project, stdio: "pipe" });
+    const install = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", join(work, tarball!)], {
+      cwd: project,
+      encoding: "utf8",
+    });
+    expect(install.status, install.stderr).toBe(0);
+    // Every dependency fits the Node versions the package claims (engines >= 20.19): no EBADENGINE.
+    expect(install.stderr).not.toMatch(/EBADENGINE/);
+    const engines = JSON.parse(execFileSync("npm", ["query", ".prod:attr(engines, [node])"], { cwd: project }).toString()) as {
+      name: string;
+      version: string;
+      engines: { node: string };
+    }[];
+    const needsNewerNode = engines.filter(({ engines: { node } }) => Number(/\d+/.exec(node)?.[0] ?? 0) > 20);
+    expect(needsNewerNode.map((p) => `${p.name}@${p.version} node ${p.engines.node}`)).toEqual([]);
     const installed = JSON.parse(execFileSync("npm", ["ls", "--all", "--json", "--omit=dev"], { cwd: project }).toString()) as {
       dependencies: Record<string, { dependencies?: Record<string, unknown> }>;
     };
@@ -80,6 +93,15 @@ describe("npm pack of @timer-service/client", () => {
     const result = JSON.parse(output.trim().split("\n").at(-1)!) as { commandId: string; refused: string };
     expect(result.commandId).toMatch(/^[0-9a-f]{32}$/);
     expect(result.refused).toBe("INVALID_INPUT");
+
+    // The command the package puts on PATH, as another project runs it.
+    const cli = spawnSync("npx", ["timer-client", "schedule", "--tenant", "acme", "--id", "x", "--at", "2026-13-01T00:00:00Z"], {
+      cwd: project,
+      encoding: "utf8",
+      env: { ...process.env, NATS_URL: nats.url },
+    });
+    expect(cli.status, cli.stderr).toBe(2);
+    expect(cli.stderr).toContain('--at "2026-13-01T00:00:00Z" is not a date-time: there is no month 13');
 
     writeFileSync(join(project, "typed.ts"), TYPED);
     const args = [

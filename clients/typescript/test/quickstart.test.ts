@@ -75,14 +75,18 @@ describe("the README Quickstart in a fresh CommonJS project", () => {
 
   it("when the installed timer-client CLI schedules, gets and refuses, then it says what the client says", () => {
     const id = `cli-${process.pid}-${Date.now()}`;
-    const scheduled = run(["npx", "timer-client", "schedule", "--tenant", "acme", "--id", id, "--in", "1h"]);
+    // --no-confirm: the outcome (CONTRACT §19) is tested in test/cli/cli-confirm.test.ts.
+    const scheduled = run(["npx", "timer-client", "schedule", "--tenant", "acme", "--id", id, "--in", "1h", "--no-confirm"]);
     expect(scheduled.status, scheduled.stderr).toBe(0);
     expect(JSON.parse(scheduled.stdout)).toMatchObject({ subject: "timer.commands.schedule.acme" });
     const badCron = run(["npx", "timer-client", "schedule", "--tenant", "acme", "--id", id, "--in", "1h", "--cron", "every monday"]);
     expect(badCron.status).toBe(2);
     expect(badCron.stderr).toContain("timer-client: ScheduleTimer /payload/repeat/cron: needs 5 fields");
     const badAt = run(["npx", "timer-client", "schedule", "--tenant", "acme", "--id", id, "--at", "2026-01-01T09:00:00"]);
-    expect(badAt.stderr).toContain('/payload/dueAt: must be ISO 8601 date-time with an offset (Z or ±hh:mm), e.g. "2026-01-01T09:00:00Z"');
+    expect([badAt.status, badAt.stderr]).toEqual([
+      2,
+      'timer-client: --at "2026-01-01T09:00:00" is not a date-time: it has no offset (Z or ±hh:mm); give ISO 8601 with an offset, e.g. 2026-03-01T09:00:00Z or 2026-03-01T10:00:00+01:00, or a delay with --in (e.g. --in 10m)\n(timer-client --help shows the usage)\n',
+    ]);
     const missing = run(["npx", "timer-client", "get", "--tenant", "acme"]);
     expect([missing.status, missing.stderr]).toEqual([2, "timer-client: --id is required\n(timer-client --help shows the usage)\n"]);
     const wrongPort = run(["npx", "timer-client", "get", "--tenant", "acme", "--id", id, "--server", "nats://127.0.0.1:1"]);

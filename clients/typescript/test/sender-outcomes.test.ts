@@ -81,7 +81,7 @@ describe("what a client user sees (CONTRACT §17)", () => {
   it("when a member is missing or malformed, then the error says it is required or what a valid value looks like", async () => {
     const timers = await client("texts");
     expect(await messageOf(timers.schedule({ serviceCallId: "x", dueAt: "2026-01-01T09:00:00" }))).toBe(
-      'ScheduleTimer /payload/dueAt: must be ISO 8601 date-time with an offset (Z or ±hh:mm), e.g. "2026-01-01T09:00:00Z" or "2026-01-01T10:00:00+01:00"; got "2026-01-01T09:00:00"',
+      'ScheduleTimer /payload/dueAt: "2026-01-01T09:00:00" is not a date-time: it has no offset (Z or ±hh:mm); a valid value is an ISO 8601 date-time with an offset (Z or ±hh:mm), e.g. 2026-03-01T09:00:00Z or 2026-03-01T10:00:00+01:00',
     );
     expect(await messageOf(timers.schedule({ dueAt: new Date() } as never))).toBe("ScheduleTimer /payload/serviceCallId: is required");
     expect(await messageOf(connectTimerClient({ servers: nats.url } as never))).toBe(
@@ -104,7 +104,7 @@ describe("what a client user sees (CONTRACT §17)", () => {
     try {
       const timers = await connectTimerClient({ servers: bare.url, tenantId: "acme" });
       expect(await messageOf(timers.schedule({ serviceCallId: "x", dueAt: new Date() }))).toBe(
-        'publishing ScheduleTimer: no stream stores timer.commands.schedule.acme: the timer service has not created its streams on this NATS server yet (start the service once, or check subjectPrefix "timer")',
+        `publishing ScheduleTimer: no stream stores timer.commands.schedule.acme: the timer service has not created its streams on nats://127.0.0.1:${bare.port} yet (start the service once, or check subjectPrefix "timer")`,
       );
       await timers.close();
     } finally {

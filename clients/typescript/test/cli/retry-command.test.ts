@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliAgainst, type CliResult } from "./cli-support.js";
-import { NatsServerProcess } from "../support/nats-server.js";
-import { TimerServiceProcess } from "../support/timer-service-process.js";
-import { TimerClient } from "../support/timer-client.js";
-import { eventually } from "../integration/integration-support.js";
+import { NatsServerProcess } from "../../../../test/support/nats-server.js";
+import { TimerServiceProcess } from "../../../../test/support/timer-service-process.js";
+import { TimerClient } from "../../../../test/support/timer-client.js";
+import { eventually } from "../../../../test/integration/integration-support.js";
 
 let nats: NatsServerProcess;
 let service: TimerServiceProcess;
@@ -21,7 +21,8 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-const cli = (...args: string[]): Promise<CliResult> => runCliAgainst(nats.url, ...args);
+// --no-confirm: the outcomes are checked in cli-confirm.test.ts.
+const cli = (...args: string[]): Promise<CliResult> => runCliAgainst(nats.url, ...args, "--no-confirm");
 
 /** A one-shot timer 10 s overdue with no lateness allowed: it ends Missed. */
 let seq = 0;
@@ -38,7 +39,7 @@ const refired = (tenant: string) =>
       .map((e) => e.body.payload.serviceCallId as string),
   );
 
-describe("timer-service retry (CONTRACT §14)", () => {
+describe("timer-client retry (CONTRACT §14)", () => {
   it("when retry names one Missed timer, then it publishes a RetryTimer and the timer fires again", async () => {
     await missed("cli-retry", "one");
     await eventually(async () => expect((await cli("get", "--tenant", "cli-retry", "--id", "one")).stdout).toContain('"Missed"'));
@@ -46,7 +47,10 @@ describe("timer-service retry (CONTRACT §14)", () => {
     const result = await cli("retry", "--tenant", "cli-retry", "--id", "one");
 
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ type: "RetryTimer", payload: { tenantId: "cli-retry", serviceCallId: "one" } });
+    expect(JSON.parse(result.stdout).command).toMatchObject({
+      type: "RetryTimer",
+      payload: { tenantId: "cli-retry", serviceCallId: "one" },
+    });
     await eventually(() => expect(refired("cli-retry")).toEqual(new Set(["one"])));
   });
 
@@ -82,7 +86,7 @@ describe("timer-service retry (CONTRACT §14)", () => {
 
   it.each([
     [["retry", "--tenant", "t"], "--id is required"],
-    [["retry", "--tenant", "t", "--state", "Reached"], "--state must be one of"],
+    [["retry", "--tenant", "t", "--state", "Reached"], '--state "Reached" is not one of Failed, TimedOut, Missed'],
     [["retry", "--tenant", "t", "--id", "x", "--state", "Failed"], "not both"],
     [["retry", "--tenant", "t", "--id-prefix", "x"], "--id-prefix needs --state"],
   ])("when retry gets %j, then it exits 2 saying %s", async (args, message) => {

@@ -3,7 +3,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliAgainst, type CliResult } from "./cli-support.js";
-import { NatsServerProcess } from "../support/nats-server.js";
+import { NatsServerProcess } from "../../../../test/support/nats-server.js";
 
 const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -27,14 +27,15 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-const cli = (...args: string[]): Promise<CliResult> => runCliAgainst(nats.url, ...args);
+// No service answers outcomes here: --no-confirm.
+const cli = (...args: string[]): Promise<CliResult> => runCliAgainst(nats.url, ...args, "--no-confirm");
 
-describe("timer-service schedule --traceparent", () => {
+describe("timer-client schedule --traceparent", () => {
   it("when --traceparent is given, then the published ScheduleTimer carries it as its traceparent header", async () => {
     const result = await cli("schedule", "--tenant", "tp", "--id", "traced", "--in", "1h", "--traceparent", TRACEPARENT);
 
     expect(result.code, result.stderr).toBe(0);
-    const { id } = JSON.parse(result.stdout) as { id: string };
+    const { commandId: id } = JSON.parse(result.stdout) as { commandId: string };
     // The CLI exits after the stream's ack, so the core subscription has the message once flushed.
     await nc.flush();
     const sent = commands.find((m) => m.json<{ id: string }>().id === id);
@@ -50,7 +51,7 @@ describe("timer-service schedule --traceparent", () => {
     ]) {
       const result = await cli(...args, "--traceparent", TRACEPARENT);
       expect(result.code, result.stderr).toBe(0);
-      const { id } = JSON.parse(result.stdout) as { id: string };
+      const { commandId: id } = JSON.parse(result.stdout) as { commandId: string };
       await nc.flush();
       expect(commands.find((m) => m.json<{ id: string }>().id === id)?.headers?.get("traceparent"), args[0]).toBe(TRACEPARENT);
     }

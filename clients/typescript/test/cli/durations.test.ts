@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatDuration, joinDurationWords, parseDuration } from "../../src/cli/when.js";
+import { formatDuration, joinDurationWords, parseDuration } from "../../src/cli/durations.js";
 
 describe("parseDuration", () => {
   it.each([

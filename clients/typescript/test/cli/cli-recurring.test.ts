@@ -1,25 +1,14 @@
 /** The CLI's flags for CONTRACT §10: --every, --cron/--tz, --until, --max-occurrences, --max-lateness, cancel --id-prefix. */
-import { spawn } from "node:child_process";
-import { resolve } from "node:path";
+import { runCli as runClient, type CliResult } from "./cli-support.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NatsServerProcess } from "../support/nats-server.js";
-import { TimerClient } from "../support/timer-client.js";
-import { TimerServiceProcess } from "../support/timer-service-process.js";
+import { NatsServerProcess } from "../../../../test/support/nats-server.js";
+import { TimerClient } from "../../../../test/support/timer-client.js";
+import { TimerServiceProcess } from "../../../../test/support/timer-service-process.js";
 
-const CLI = resolve(import.meta.dirname, "../../dist/cli/main.js");
+/** Against the real service; --no-confirm: the outcomes are checked in cli-confirm.test.ts. */
+const runCli = (args: string[], env: Record<string, string>): Promise<CliResult> => runClient([...args, "--no-confirm"], env);
 
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    child.once("exit", (code) => done({ code, stdout, stderr }));
-  });
-}
-
-describe("timer-service CLI: recurring timers, lateness, prefix cancel", () => {
+describe("timer-client: recurring timers, lateness, prefix cancel", () => {
   let nats: NatsServerProcess;
   let service: TimerServiceProcess;
   let client: TimerClient;
@@ -29,7 +18,7 @@ describe("timer-service CLI: recurring timers, lateness, prefix cancel", () => {
     nats = await NatsServerProcess.start();
     service = await TimerServiceProcess.start(nats.url);
     client = await TimerClient.connect(nats.url);
-    env = { TIMER_BROKER_URL: nats.url };
+    env = { NATS_URL: nats.url };
   });
 
   afterAll(async () => {
@@ -44,7 +33,10 @@ describe("timer-service CLI: recurring timers, lateness, prefix cancel", () => {
       env,
     );
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout).payload).toMatchObject({ repeat: { everyMs: 1_000, maxOccurrences: 2 }, maxLatenessMs: 30_000 });
+    expect(JSON.parse(result.stdout).command.payload).toMatchObject({
+      repeat: { everyMs: 1_000, maxOccurrences: 2 },
+      maxLatenessMs: 30_000,
+    });
 
     await client.waitFor((e) => e.body.payload?.serviceCallId === "every" && e.body.payload?.occurrence === 2, 10_000);
     const events = client.received("DueTimeReached", "every").map((e) => e.body.payload);
@@ -70,23 +62,23 @@ describe("timer-service CLI: recurring timers, lateness, prefix cancel", () => {
       env,
     );
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout).payload.repeat).toEqual({
+    expect(JSON.parse(result.stdout).command.payload.repeat).toEqual({
       cron: "0 9 * * MON-FRI",
       timezone: "Europe/Berlin",
       until: "2030-01-01T00:00:00.000Z",
     });
   });
 
-  it("when cancel --id-prefix is given, then a CancelTimersByPrefix cancels the matching timers", { timeout: 60_000 }, async () => {
+  it("when cancel-prefix is given, then a CancelTimersByPrefix cancels the matching timers", { timeout: 60_000 }, async () => {
     // Far enough ahead for four CLI runs (each a Node start and a connect) on a loaded machine.
     const start = Date.now();
     const at = new Date(start + 15_000).toISOString();
     for (const id of ["order-4711:a", "order-4711:b", "order-4712:a"])
       expect((await runCli(["schedule", "--tenant", "cli", "--id", id, "--at", at], env)).code).toBe(0);
 
-    const result = await runCli(["cancel", "--tenant", "cli", "--id-prefix", "order-4711:"], env);
+    const result = await runCli(["cancel-prefix", "--tenant", "cli", "--id-prefix", "order-4711:"], env);
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({
+    expect(JSON.parse(result.stdout).command).toMatchObject({
       type: "CancelTimersByPrefix",
       payload: { tenantId: "cli", serviceCallIdPrefix: "order-4711:" },
     });
@@ -97,7 +89,7 @@ describe("timer-service CLI: recurring timers, lateness, prefix cancel", () => {
   });
 
   it.each([
-    [["--every", "500ms"], /--every/],
+    [["--every", "500ms"], /--every "500ms" is shorter than 1s/],
     [["--every", "5m", "--cron", "* * * * *"], /only one of --every or --cron/],
     [["--tz", "Europe/Berlin", "--in", "5m"], /need --every or --cron/],
     [["--every", "5m", "--tz", "UTC"], /--tz needs --cron/],

@@ -1,6 +1,3 @@
-import * as chrono from "chrono-node";
-import { parseInstant } from "../domain/due-time.js";
-
 const UNIT_MS: ReadonlyMap<string, number> = new Map(
   (
     [
@@ -75,18 +72,6 @@ export function joinDurationWords(argv: readonly string[]): string[] {
     i = last;
   }
   return result;
-}
-
-/**
- * The due time of `--at`: an ISO 8601 date-time with offset, or natural language such as
- * `tomorrow 9am` or `next friday 17:00` (chrono-node, in the machine's time zone, never in the past
- * when the phrase has a forward reading).
- */
-export function parseAt(text: string, nowMs: number): number | undefined {
-  const exact = parseInstant(text.trim());
-  if (exact !== undefined) return exact;
-  const date = chrono.parseDate(text, new Date(nowMs), { forwardDate: true });
-  return date === null ? undefined : date.getTime();
 }
 
 const READABLE_UNITS = [

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliAgainst, type CliResult } from "./cli-support.js";
-import { NatsServerProcess } from "../support/nats-server.js";
-import { TimerServiceProcess } from "../support/timer-service-process.js";
-import { TimerClient } from "../support/timer-client.js";
-import { eventually, fromNow } from "../integration/integration-support.js";
+import { NatsServerProcess } from "../../../../test/support/nats-server.js";
+import { TimerServiceProcess } from "../../../../test/support/timer-service-process.js";
+import { TimerClient } from "../../../../test/support/timer-client.js";
+import { eventually, fromNow } from "../../../../test/integration/integration-support.js";
 
 let nats: NatsServerProcess;
 let service: TimerServiceProcess;
@@ -23,7 +23,7 @@ afterAll(async () => {
 
 const cli = (...args: string[]): Promise<CliResult> => runCliAgainst(nats.url, ...args);
 
-describe("timer-service get, list, stats", () => {
+describe("timer-client get, list, stats", () => {
   it("when timers exist, then get prints one, list pages through them and stats counts them", async () => {
     for (let i = 1; i <= 5; i++) await client.schedule("clitenant", `invoice-${i}`, fromNow(3_600_000 + i * 1_000), { data: { n: i } });
     await client.schedule("clitenant", "other-1", fromNow(7_200_000));
@@ -58,10 +58,15 @@ describe("timer-service get, list, stats", () => {
     expect(all.stderr).toBe("");
   });
 
-  it("when a query is malformed, then the CLI prints the service's error and exits 2", async () => {
+  it("when a query is malformed, then the CLI names the problem and exits 2", async () => {
     const bad = await cli("list", "--tenant", "clitenant", "--state", "Sleeping");
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^timer-service: 400: state: /);
+    expect(bad.stderr).toMatch(/^timer-client: --state "Sleeping" is not one of Scheduled, Reached, /);
+    const badDate = await cli("list", "--tenant", "clitenant", "--due-before", "2026-02-30T00:00:00Z");
+    expect([badDate.code, badDate.stderr]).toEqual([
+      2,
+      expect.stringContaining('--due-before "2026-02-30T00:00:00Z" is not a date-time: February 2026 has 28 days, not 30'),
+    ]);
     expect((await cli("list", "--tenant", "clitenant", "--all", "--cursor", "x")).code).toBe(2);
     expect((await cli("get", "--tenant", "clitenant")).stderr).toContain("--id is required");
   });
