@@ -77,15 +77,15 @@ export default tseslint.config(
     },
   },
   {
-    // The CLI publishes commands and runs queries only through @timer-service/client: one
-    // implementation of the message formats and subjects for every producer.
+    // The service's CLI keeps the server-side commands (start, export, import, backup); what a
+    // producer or operator sends over NATS is timer-client's, one implementation of the formats.
     files: ["src/cli/**/*.ts"],
     rules: {
       "no-restricted-imports": [
         "error",
         {
           patterns: [
-            { regex: "^@nats-io/(jetstream|services)$", message: "the CLI sends commands and queries with @timer-service/client" },
+            { regex: "^@nats-io/(jetstream|services)$", message: "commands and queries over NATS belong to timer-client (clients/typescript)" },
           ],
         },
       ],
