@@ -171,6 +171,10 @@ function historyEntry(
   nowMs: number,
 ): string {
   if (decision.outcome === "accepted") return commandEntry(nowMs, command, note, "applied");
+  // §3.2: a newer command that changes nothing still applies (it moves commandTs), as its outcome says.
+  if (decision.next !== undefined && decision.next.commandTs === command.timestampMs) {
+    return commandEntry(nowMs, command, note, "applied", { reason: `nothing to change: the timer already was ${decision.next.state}` });
+  }
   if (decision.outcome === "refused")
     return commandEntry(nowMs, command, note, "rejected", { code: decision.code, reason: decision.reason ?? QUOTA_REASON });
   const reason = timer === undefined ? "no timer to apply it to" : ignoredReason(timer, command, prefixCancelTs);

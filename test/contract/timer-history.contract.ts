@@ -109,6 +109,17 @@ export function describeTimerHistoryContract(name: string, open: () => Promise<T
       });
     });
 
+    it("when a newer command changes nothing, then it is applied, as §3.2 and its outcome say", async () => {
+      await apply([schedule("n-1", 1), cancel("n-1", 2)]);
+      await apply([cancel("n-1", 3)]);
+      expect((await historyOf("n-1")).at(-1)).toMatchObject({
+        type: "CancelTimer",
+        timestampMs: 3,
+        outcome: "applied",
+        reason: expect.stringContaining("nothing to change"),
+      });
+    });
+
     it("when a prefix cancel's sweep cancels a timer, then the timer's entry names the CancelTimersByPrefix", async () => {
       await apply([schedule("s-1", 1), schedule("s-2", 1)]);
       await apply([{ kind: "cancelPrefix", tenantId: TENANT, serviceCallIdPrefix: "s-", correlationId: null, timestampMs: 4 }]);
