@@ -85,7 +85,10 @@ export default tseslint.config(
         "error",
         {
           patterns: [
-            { regex: "^@nats-io/(jetstream|services)$", message: "commands and queries over NATS belong to timer-client (clients/typescript)" },
+            {
+              regex: "^@nats-io/(jetstream|services)$",
+              message: "commands and queries over NATS belong to timer-client (clients/typescript)",
+            },
           ],
         },
       ],
