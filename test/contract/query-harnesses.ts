@@ -81,8 +81,10 @@ export async function sqliteHarness(): Promise<PrefixCancelQueryHarness & { data
   const insert = db.prepare(
     `INSERT OR REPLACE INTO timer_schedules (${columns.map(([c]) => c).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
   );
+  // Rows written around the store: its tallies are recounted, as a migration would.
   const insertAll = db.transaction((records: readonly TimerRecord[]) => {
     for (const r of records) insert.run(...columns.map(([, pick]) => pick(r)));
+    recountTallies(db);
   });
   return {
     database: db,
