@@ -135,7 +135,7 @@ async function run(store: SqliteTimerStore, path: string, s: Step, nowMs: number
         const { tenantId, serviceCallId, dueAtMs, generation } = timer;
         return { tenantId, serviceCallId, dueAtMs, generation, next: decideFiring(timer, nowMs, calendar, timer.prefixCancelTs).next };
       });
-      await store.recordFirings(firings, OWNER);
+      await store.recordFirings(firings);
       return;
     }
     case "deadlines": {
@@ -145,7 +145,6 @@ async function run(store: SqliteTimerStore, path: string, s: Step, nowMs: number
           const { tenantId, serviceCallId, attempt, deadlineAtMs } = timer;
           return { tenantId, serviceCallId, attempt, deadlineAtMs, next: decideDeadline(timer, nowMs).next };
         }),
-        OWNER,
       );
       return;
     }
