@@ -104,6 +104,11 @@ export class BatchTallies {
     }
   }
 
+  /** `db.transaction(write)` with the tallies around `write` (see `around`). */
+  transaction<A extends unknown[], R>(db: Database.Database, write: (...args: A) => R): Database.Transaction<(...args: A) => R> {
+    return db.transaction(this.around(write));
+  }
+
   /**
    * `write` with the tallies around it: they start empty, and what it changed is written at its
    * end, inside the same transaction (wrap the body of a `db.transaction`).

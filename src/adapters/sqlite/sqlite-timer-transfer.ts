@@ -87,32 +87,30 @@ export class SqliteTimerTransfer implements TimerTransfer {
   }
 
   async importBatch(records: readonly TransferRecord[]): Promise<ImportCounts> {
-    const write = this.#db.transaction(
-      this.#tallies.around(() => {
-        const timers = { created: 0, replaced: 0, kept: 0 };
-        const prefixCancels = { created: 0, replaced: 0, kept: 0 };
-        const replacedOf = new Set<string>();
-        for (const record of records) {
-          if (record.kind === "timer") {
-            const outcome = this.#importTimer(record.timer);
-            timers[outcome]++;
-            if (outcome === "replaced") replacedOf.add(record.timer.tenantId);
-          } else {
-            const { tenantId, serviceCallIdPrefix, commandTs, recordedAtMs } = record.prefixCancel;
-            const stored = this.#sql.selectPrefixCancel.get({ tenantId, serviceCallIdPrefix });
-            if (stored !== undefined && stored.commandTs >= commandTs) prefixCancels.kept++;
-            else {
-              // Its sweep (re)starts at the beginning of the prefix and cancels what it covers here.
-              this.#sql.upsertPrefixCancel.run({ tenantId, serviceCallIdPrefix, commandTs, nowMs: recordedAtMs });
-              prefixCancels[stored === undefined ? "created" : "replaced"]++;
-            }
+    const write = this.#tallies.transaction(this.#db, () => {
+      const timers = { created: 0, replaced: 0, kept: 0 };
+      const prefixCancels = { created: 0, replaced: 0, kept: 0 };
+      const replacedOf = new Set<string>();
+      for (const record of records) {
+        if (record.kind === "timer") {
+          const outcome = this.#importTimer(record.timer);
+          timers[outcome]++;
+          if (outcome === "replaced") replacedOf.add(record.timer.tenantId);
+        } else {
+          const { tenantId, serviceCallIdPrefix, commandTs, recordedAtMs } = record.prefixCancel;
+          const stored = this.#sql.selectPrefixCancel.get({ tenantId, serviceCallIdPrefix });
+          if (stored !== undefined && stored.commandTs >= commandTs) prefixCancels.kept++;
+          else {
+            // Its sweep (re)starts at the beginning of the prefix and cancels what it covers here.
+            this.#sql.upsertPrefixCancel.run({ tenantId, serviceCallIdPrefix, commandTs, nowMs: recordedAtMs });
+            prefixCancels[stored === undefined ? "created" : "replaced"]++;
           }
         }
-        // A replaced timer may have been its tenant's earliest Scheduled one.
-        this.#sql.raiseEarliest(replacedOf);
-        return { ...timers, prefixCancels };
-      }),
-    );
+      }
+      // A replaced timer may have been its tenant's earliest Scheduled one.
+      this.#sql.raiseEarliest(replacedOf);
+      return { ...timers, prefixCancels };
+    });
     // IMMEDIATE: the write lock is taken before the first read, so no reader-to-writer upgrade can fail busy.
     return write.immediate();
   }

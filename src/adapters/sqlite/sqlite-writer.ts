@@ -82,121 +82,113 @@ export class SqliteWriter {
     this.#retention = new SqliteTimerRetention(db, tallies);
     this.#prefixIndex = new PrefixCancelIndex(sql.selectPrefixCancels.all());
 
-    this.#apply = db.transaction(
-      tallies.around((commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number) => {
-        const tenants = quotaTenants(commands, rules);
-        // The stored timer of each key read: what its upsert replaces.
-        const stored = new Map<string, Timer | undefined>();
-        const batch = decideCommandBatch(commands, rules, {
-          prefixIndex: this.#prefixIndex,
-          stored: ({ tenantId, serviceCallId }) => {
-            const timer = timerOf(sql.selectByKey.get(tenantId, serviceCallId));
-            stored.set(timerKeyString({ tenantId, serviceCallId }), timer);
-            return timer;
-          },
-          ...(tenants.length === 0
-            ? {}
-            : { scheduledCounts: new Map(tenants.map((t) => [t, sql.countScheduledOfTenant.get(t)?.count ?? 0])) }),
-        });
-        for (const timer of batch.changed) {
-          sql.upsert.run(timerColumnValues(timer));
-          tallies.changed(stored.get(timerKeyString(timer)), timer);
-        }
-        for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
-        sql.raiseEarliest(tenantsWithEarliestRaised(batch.decisions));
-        return { decisions: batch.decisions, cancels: batch.cancels };
-      }),
-    ).immediate;
+    this.#apply = tallies.transaction(db, (commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number) => {
+      const tenants = quotaTenants(commands, rules);
+      // The stored timer of each key read: what its upsert replaces.
+      const stored = new Map<string, Timer | undefined>();
+      const batch = decideCommandBatch(commands, rules, {
+        prefixIndex: this.#prefixIndex,
+        stored: (key) => {
+          const timer = timerOf(sql.selectByKey.get(key.tenantId, key.serviceCallId));
+          stored.set(timerKeyString(key), timer);
+          return timer;
+        },
+        ...(tenants.length === 0
+          ? {}
+          : { scheduledCounts: new Map(tenants.map((t) => [t, sql.countScheduledOfTenant.get(t)?.count ?? 0])) }),
+      });
+      for (const timer of batch.changed) {
+        sql.upsert.run(timerColumnValues(timer));
+        tallies.changed(stored.get(timerKeyString(timer)), timer);
+      }
+      for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
+      sql.raiseEarliest(tenantsWithEarliestRaised(batch.decisions));
+      return { decisions: batch.decisions, cancels: batch.cancels };
+    }).immediate;
 
-    this.#sweep = db.transaction(
-      tallies.around((prefix: PrefixCancelKey, limit: number, nowMs: number) => {
-        const record = sql.selectPrefixCancel.get(prefix);
-        if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
-        const rows = sql.sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
-          tenantId: prefix.tenantId,
-          from: record.progressKey === "" ? prefix.serviceCallIdPrefix : record.progressKey,
-          upper: prefixUpperBound(prefix.serviceCallIdPrefix),
-          limit,
-        });
-        const step = decideSweepStep(
-          rows.map((row) => timerOf(row)!),
-          record.commandTs,
-          limit,
-          nowMs,
-        );
-        for (const { previous, next } of step.decisions) {
-          if (next === undefined) continue;
-          sql.upsert.run(timerColumnValues(next));
-          tallies.changed(previous, next);
-        }
-        sql.raiseEarliest(tenantsWithEarliestRaised(step.decisions));
-        sql.updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
-        return { decisions: step.decisions, done: step.done };
-      }),
-    ).immediate;
+    this.#sweep = tallies.transaction(db, (prefix: PrefixCancelKey, limit: number, nowMs: number) => {
+      const record = sql.selectPrefixCancel.get(prefix);
+      if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
+      const rows = sql.sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
+        tenantId: prefix.tenantId,
+        from: record.progressKey === "" ? prefix.serviceCallIdPrefix : record.progressKey,
+        upper: prefixUpperBound(prefix.serviceCallIdPrefix),
+        limit,
+      });
+      const step = decideSweepStep(
+        rows.map((row) => timerOf(row)!),
+        record.commandTs,
+        limit,
+        nowMs,
+      );
+      for (const { previous, next } of step.decisions) {
+        if (next === undefined) continue;
+        sql.upsert.run(timerColumnValues(next));
+        tallies.changed(previous, next);
+      }
+      sql.raiseEarliest(tenantsWithEarliestRaised(step.decisions));
+      sql.updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
+      return { decisions: step.decisions, done: step.done };
+    }).immediate;
 
-    this.#recordFirings = db.transaction(
-      tallies.around((firings: readonly Firing[]) => {
-        const recorded = new Array<boolean>(firings.length).fill(false);
-        const tenants = new Set<string>();
-        const index = this.#prefixIndex;
-        for (const i of inKeyOrder(firings)) {
-          const { tenantId, serviceCallId, dueAtMs, generation, next } = firings[i]!;
-          const { state, occurrence, reachedAtMs, commandTs, updatedAtMs, tracking } = next;
-          if (index.size > 0 && firingOverriddenByPrefixCancel(index.latestFor(tenantId, serviceCallId), next)) continue;
-          const changes = sql.recordFiring.run(
-            state,
-            next.dueAtMs,
-            occurrence,
-            reachedAtMs,
-            commandTs,
-            updatedAtMs,
-            tracking?.attempt ?? null,
-            tracking?.firedAtMs ?? null,
-            tracking?.deadlineAtMs ?? null,
-            tenantId,
-            serviceCallId,
-            dueAtMs,
-            generation,
-          ).changes;
-          if (changes === 1) {
-            recorded[i] = true;
-            tenants.add(tenantId);
-            // A firing never completes a timer: no duration to count on either side.
-            tallies.changed({ tenantId, state: "Scheduled" }, { tenantId, state, dueAtMs: next.dueAtMs });
-          }
+    this.#recordFirings = tallies.transaction(db, (firings: readonly Firing[]) => {
+      const recorded = new Array<boolean>(firings.length).fill(false);
+      const tenants = new Set<string>();
+      const index = this.#prefixIndex;
+      for (const i of inKeyOrder(firings)) {
+        const { tenantId, serviceCallId, dueAtMs, generation, next } = firings[i]!;
+        const { state, occurrence, reachedAtMs, commandTs, updatedAtMs, tracking } = next;
+        if (index.size > 0 && firingOverriddenByPrefixCancel(index.latestFor(tenantId, serviceCallId), next)) continue;
+        const changes = sql.recordFiring.run(
+          state,
+          next.dueAtMs,
+          occurrence,
+          reachedAtMs,
+          commandTs,
+          updatedAtMs,
+          tracking?.attempt ?? null,
+          tracking?.firedAtMs ?? null,
+          tracking?.deadlineAtMs ?? null,
+          tenantId,
+          serviceCallId,
+          dueAtMs,
+          generation,
+        ).changes;
+        if (changes === 1) {
+          recorded[i] = true;
+          tenants.add(tenantId);
+          // A firing never completes a timer: no duration to count on either side.
+          tallies.changed({ tenantId, state: "Scheduled" }, { tenantId, state, dueAtMs: next.dueAtMs });
         }
-        // The tenants fired from have a later earliest due time now (or none).
-        sql.raiseEarliest(tenants);
-        return recorded;
-      }),
-    ).immediate;
+      }
+      // The tenants fired from have a later earliest due time now (or none).
+      sql.raiseEarliest(tenants);
+      return recorded;
+    }).immediate;
 
-    this.#recordDeadlines = db.transaction(
-      tallies.around((records: readonly DeadlineRecord[]) => {
-        const recorded: TimerKey[] = [];
-        for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next } of records) {
-          const changes = sql.recordDeadline.run({
-            tenantId,
-            serviceCallId,
-            attempt,
-            deadlineAtMs,
-            state: next.state,
-            nextAttempt: next.attempt,
-            reachedAtMs: next.reachedAtMs,
-            nextDeadlineAtMs: next.deadlineAtMs,
-            lastReason: next.lastReason,
-            updatedAtMs: next.updatedAtMs,
-          }).changes;
-          if (changes === 1) {
-            recorded.push({ tenantId, serviceCallId });
-            // A passed deadline leaves fired_at and completed_at as they are and never completes a timer.
-            tallies.changed({ tenantId, state: "Fired" }, { tenantId, state: next.state });
-          }
+    this.#recordDeadlines = tallies.transaction(db, (records: readonly DeadlineRecord[]) => {
+      const recorded: TimerKey[] = [];
+      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next } of records) {
+        const changes = sql.recordDeadline.run({
+          tenantId,
+          serviceCallId,
+          attempt,
+          deadlineAtMs,
+          state: next.state,
+          nextAttempt: next.attempt,
+          reachedAtMs: next.reachedAtMs,
+          nextDeadlineAtMs: next.deadlineAtMs,
+          lastReason: next.lastReason,
+          updatedAtMs: next.updatedAtMs,
+        }).changes;
+        if (changes === 1) {
+          recorded.push({ tenantId, serviceCallId });
+          // A passed deadline leaves fired_at and completed_at as they are and never completes a timer.
+          tallies.changed({ tenantId, state: "Fired" }, { tenantId, state: next.state });
         }
-        return recorded;
-      }),
-    ).immediate;
+      }
+      return recorded;
+    }).immediate;
 
     // An earlier release left entries below their tenants' timers for its claims to raise; the claims
     // here read them as they are, so they are made exact at each start (one index seek per tenant).
