@@ -9,7 +9,7 @@
  * settle). One JSON line on stdout. `--random`: keys and due times at random, like the ingest
  * scenario. `--pending N`: each round's store first holds N Scheduled timers (the `pending1M` case of
  * the ingest scenario: B-tree pages no longer fit the page cache). `MICRO_SQL='…'` runs that SQL on each fresh store first, for what-ifs such as
- * `DROP INDEX timer_schedules_tenant_state_due_idx` or `DROP TRIGGER timer_state_counts_insert`.
+ * `DROP INDEX timer_schedules_tenant_state_due_idx` or `DROP INDEX timer_due_tenants_earliest_idx`.
  */
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -7,7 +7,7 @@
  *   npx tsx scripts/bench/sqlite-writer-micro.ts [--commands 100000] [--batch 2000] [--rounds 3] [--synchronous FULL]
  *
  * `MICRO_SQL='…'` runs that SQL on each fresh store first, for what-ifs such as
- * `DROP TRIGGER timer_state_counts_insert`. Prints µs of CPU per command; one JSON line on stdout.
+ * `DROP INDEX timer_schedules_tenant_updated_idx`. Prints µs of CPU per command; one JSON line on stdout.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -71,7 +71,7 @@ function timerAt(i: number, nowMs: number): Timer {
   };
 }
 
-/** Fills the SQLite store through the transfer adapter (its own import path, triggers and all), 10,000 a transaction. */
+/** Fills the SQLite store through the transfer adapter (its own import path, tallies and all), 10,000 a transaction. */
 async function populate(path: string): Promise<number> {
   const started = performance.now();
   const transfer = openSqliteTimerTransfer({ path, create: true });

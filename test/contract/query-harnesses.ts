@@ -9,6 +9,7 @@ import { MemoryTimerQueries } from "../../src/adapters/memory/memory-timer-queri
 import { MemoryTimerRetention } from "../../src/adapters/memory/memory-timer-retention.js";
 import { openSqliteTimerStore } from "../../src/adapters/sqlite/sqlite-timer-store.js";
 import { SqliteTimerQueries } from "../../src/adapters/sqlite/sqlite-timer-queries.js";
+import { recountTallies } from "../../src/adapters/sqlite/batch-tallies.js";
 import { openPostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
 import { createPostgresPool } from "../../src/adapters/postgres/postgres-pool.js";
 import { PostgresTimerQueries } from "../../src/adapters/postgres/postgres-timer-queries.js";
@@ -81,8 +82,10 @@ export async function sqliteHarness(): Promise<PrefixCancelQueryHarness & { data
   const insert = db.prepare(
     `INSERT OR REPLACE INTO timer_schedules (${columns.map(([c]) => c).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
   );
+  // Rows written around the store: its tallies are recounted, as a migration would.
   const insertAll = db.transaction((records: readonly TimerRecord[]) => {
     for (const r of records) insert.run(...columns.map(([, pick]) => pick(r)));
+    recountTallies(db);
   });
   return {
     database: db,

@@ -7,8 +7,6 @@ import { SQLITE_RETENTION_SQL } from "../../src/adapters/sqlite/sqlite-timer-ret
 import { describeTimerQueriesContract } from "./timer-queries.contract.js";
 import { describePrefixCancelRetentionContract, describeTimerRetentionContract } from "./timer-retention.contract.js";
 import { sqliteHarness } from "./query-harnesses.js";
-import { propertySeed } from "../support/property-seed.js";
-import fc from "fast-check";
 
 describeTimerQueriesContract("SqliteTimerQueries", sqliteHarness);
 describeTimerRetentionContract("SqliteTimerRetention", sqliteHarness);
@@ -112,60 +110,5 @@ describe("SQLite statements", () => {
       .flatMap((file) => [...readFileSync(join(folder, file), "utf8").matchAll(/LIMIT\s+[@?:$]\w*/gi)].map((m) => `${file}: ${m[0]}`));
 
     expect(bare).toEqual([]);
-  });
-});
-
-describe("SQLite timer_state_counts", () => {
-  const states = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
-  type CountRow = { tenantId: string; state: string; count: number; durationSumMs: number; durationCount: number };
-
-  it("when timers are inserted, replaced, change state or instants, and are deleted, then the triggers' counts equal a recount", async () => {
-    const harness = await sqliteHarness();
-    try {
-      const db = harness.database;
-      const instant = fc.option(fc.integer({ min: 0, max: 10_000 }), { freq: 5 });
-      const operation = fc.record({
-        kind: fc.constantFrom("insert", "insert", "state", "instants", "delete"),
-        tenant: fc.constantFrom("a", "b", "c"),
-        id: fc.integer({ min: 0, max: 199 }).map((n) => `t${n}`),
-        state: fc.constantFrom(...states),
-        firedAt: instant,
-        completedAt: instant,
-      });
-      const [operations] = fc.sample(fc.array(operation, { minLength: 3_000, maxLength: 3_000 }), { seed: propertySeed(), numRuns: 1 });
-      const insert = db.prepare(
-        `INSERT OR REPLACE INTO timer_schedules (tenant_id, service_call_id, state, due_at, command_ts, registered_at, updated_at, fired_at, completed_at)
-         VALUES (?, ?, ?, 5, 1, 1, 1, ?, ?)`,
-      );
-      const setState = db.prepare("UPDATE timer_schedules SET state = ? WHERE tenant_id = ? AND service_call_id = ?");
-      const setInstants = db.prepare(
-        "UPDATE timer_schedules SET fired_at = ?, completed_at = ? WHERE tenant_id = ? AND service_call_id = ?",
-      );
-      const remove = db.prepare("DELETE FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?");
-      for (const { kind, tenant, id, state, firedAt, completedAt } of operations!) {
-        if (kind === "insert") insert.run(tenant, id, state, firedAt, completedAt);
-        else if (kind === "state") setState.run(state, tenant, id);
-        else if (kind === "instants") setInstants.run(firedAt, completedAt, tenant, id);
-        else remove.run(tenant, id);
-      }
-      const kept = db
-        .prepare(
-          `SELECT tenant_id AS tenantId, state, count, duration_sum_ms AS durationSumMs, duration_count AS durationCount
-           FROM timer_state_counts WHERE count <> 0 ORDER BY 1, 2`,
-        )
-        .all() as CountRow[];
-      const recounted = db
-        .prepare(
-          `SELECT tenant_id AS tenantId, state, count(*) AS count,
-             coalesce(sum(CASE WHEN state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL THEN completed_at - fired_at END), 0) AS durationSumMs,
-             count(CASE WHEN state = 'Completed' AND completed_at IS NOT NULL AND fired_at IS NOT NULL THEN 1 END) AS durationCount
-           FROM timer_schedules GROUP BY 1, 2 ORDER BY 1, 2`,
-        )
-        .all() as CountRow[];
-      expect(recounted.length).toBeGreaterThan(10);
-      expect(kept).toEqual(recounted);
-    } finally {
-      await harness.cleanup();
-    }
   });
 });

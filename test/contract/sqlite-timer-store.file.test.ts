@@ -35,6 +35,20 @@ describe("SqliteTimerStore database file", () => {
     }
   }
 
+  /** Migrates a new file at `path` with the migrations before `tag` only, as an earlier release left it. */
+  function migrateBefore(path: string, tag: string): Database.Database {
+    const migrations = join(folder, `before-${tag}`);
+    cpSync(join(import.meta.dirname, "../../drizzle/sqlite"), migrations, { recursive: true });
+    const journalPath = join(migrations, "meta/_journal.json");
+    const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { idx: number; tag: string }[] };
+    const until = journal.entries.findIndex((e) => e.tag === tag);
+    expect(until).toBeGreaterThan(0);
+    writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, until) }));
+    const db = new Database(path);
+    migrate(drizzle({ client: db }), { migrationsFolder: migrations });
+    return db;
+  }
+
   beforeEach(() => {
     folder = mkdtempSync(join(tmpdir(), "timer-store-file-"));
   });
@@ -152,8 +166,8 @@ describe("SqliteTimerStore database file", () => {
 
   it("when a database whose due-tenant entries lie below their tenants' timers (an earlier release's) is opened, then the entries are exact", async () => {
     const path = join(folder, "timer.db");
-    const db = new Database(path);
-    migrate(drizzle({ client: db }), { migrationsFolder: join(import.meta.dirname, "../../drizzle/sqlite") });
+    // The releases whose triggers kept timer_due_tenants only ever lowered an entry.
+    const db = migrateBefore(path, "0014_drop_tally_triggers");
     const insert = db.prepare(
       "INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, command_ts, registered_at, updated_at) VALUES (?, ?, ?, ?, 1, 1, 1)",
     );
@@ -171,6 +185,57 @@ describe("SqliteTimerStore database file", () => {
         reader.prepare("SELECT tenant_id AS tenantId, earliest_due_at AS earliestDueAtMs FROM timer_due_tenants ORDER BY tenant_id").all(),
       ),
     ).toEqual([{ tenantId: "moved", earliestDueAtMs: 700 }]);
+  });
+
+  it("when a database of the releases with tally triggers is opened, then its counts and due tenants are a recount and later writes keep them so", async () => {
+    const path = join(folder, "timer.db");
+    const db = migrateBefore(path, "0014_drop_tally_triggers");
+    const insert = db.prepare(`
+      INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, command_ts, registered_at, updated_at, fired_at, completed_at)
+      VALUES (?, ?, ?, ?, 1, 1, 1, ?, ?)`);
+    insert.run("acme", "a", "Scheduled", 500, null, null);
+    insert.run("acme", "b", "Scheduled", 300, null, null);
+    insert.run("acme", "c", "Completed", 100, 1_000, 1_250);
+    insert.run("acme", "d", "Completed", 100, 2_000, 2_050);
+    insert.run("globex", "a", "Fired", 100, 3_000, null);
+    insert.run("globex", "b", "Scheduled", 800, null, null);
+    insert.run("initech", "a", "Reached", 100, null, null);
+    db.prepare("UPDATE timer_schedules SET state = 'Cancelled' WHERE tenant_id = 'acme' AND service_call_id = 'b'").run();
+    db.prepare("DELETE FROM timer_schedules WHERE tenant_id = 'initech'").run();
+    // What a file can hold besides: a count off by one (the recount puts it right).
+    db.prepare("UPDATE timer_state_counts SET count = count + 1 WHERE tenant_id = 'globex' AND state = 'Fired'").run();
+    db.close();
+
+    const store = await open(path);
+    await store.applyCommands(
+      [
+        { kind: "schedule", tenantId: "acme", serviceCallId: "e", dueAtMs: 200, data: null, correlationId: null, timestampMs: 2 },
+        { kind: "cancel", tenantId: "globex", serviceCallId: "b", correlationId: null, timestampMs: 2 },
+      ],
+      { nowMs: 10 },
+    );
+
+    const tallies = inspect(path, (reader) => ({
+      triggers: reader.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all(),
+      counts: reader
+        .prepare(
+          `SELECT tenant_id AS tenantId, state, count, duration_sum_ms AS durationSumMs, duration_count AS durationCount
+           FROM timer_state_counts WHERE count <> 0 ORDER BY 1, 2`,
+        )
+        .all(),
+      dueTenants: reader.prepare("SELECT tenant_id AS tenantId, earliest_due_at AS earliestDueAtMs FROM timer_due_tenants").all(),
+    }));
+    expect(tallies).toEqual({
+      triggers: [],
+      counts: [
+        { tenantId: "acme", state: "Cancelled", count: 1, durationSumMs: 0, durationCount: 0 },
+        { tenantId: "acme", state: "Completed", count: 2, durationSumMs: 300, durationCount: 2 },
+        { tenantId: "acme", state: "Scheduled", count: 2, durationSumMs: 0, durationCount: 0 },
+        { tenantId: "globex", state: "Cancelled", count: 1, durationSumMs: 0, durationCount: 0 },
+        { tenantId: "globex", state: "Fired", count: 1, durationSumMs: 0, durationCount: 0 },
+      ],
+      dueTenants: [{ tenantId: "acme", earliestDueAtMs: 200 }],
+    });
   });
 
   it("when a v1 database with timers is opened, then it is migrated WITHOUT ROWID and its timers are kept at generation 1", async () => {

@@ -9,6 +9,7 @@ import type { ReceivedEvent } from "../support/timer-client.js";
 import { TENANT, startFaultHarness, type FaultHarness } from "./fault-support.js";
 import { waitUntil } from "../support/wait-for.js";
 import { TEST_STORE } from "../support/test-postgres.js";
+import { recountTallies } from "../../src/adapters/sqlite/batch-tallies.js";
 
 let counter = 0;
 const envelope = (type: string, payload: Record<string, unknown>, timestampMs = Date.now()) =>
@@ -203,6 +204,8 @@ function insertScheduled(dbPath: string, prefix: string, count: number, dueAtMs:
     const now = Date.now();
     db.transaction(() => {
       for (let i = 0; i < count; i++) insert.run(TENANT, `${prefix}${i}`, dueAtMs, commandTs, now, now);
+      // Rows written around the store: its counts and due tenants are recounted.
+      recountTallies(db);
     })();
   } finally {
     db.close();

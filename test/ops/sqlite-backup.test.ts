@@ -85,7 +85,7 @@ describe.skipIf(TEST_STORE !== "sqlite")("online backup of a SQLite store (docs/
     try {
       const ids = new Set((copy.prepare("SELECT service_call_id AS id FROM timer_schedules").all() as { id: string }[]).map((r) => r.id));
       for (const id of before) expect(ids.has(id), id).toBe(true);
-      // One snapshot: the counts the triggers keep match the rows.
+      // One snapshot: the counts the writer keeps match the rows.
       const counted = copy.prepare("SELECT sum(count) AS n FROM timer_state_counts").get() as { n: number };
       expect(counted.n).toBe(ids.size);
       expect(copy.pragma("integrity_check", { simple: true })).toBe("ok");

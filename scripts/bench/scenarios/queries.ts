@@ -12,6 +12,7 @@
  * deletion rate. The stored rows are written straight into the database (like pollAt1M).
  */
 import Database from "better-sqlite3";
+import { recountTallies } from "../../../src/adapters/sqlite/batch-tallies.js";
 import {
   BenchClient,
   DueEventCollector,
@@ -160,6 +161,8 @@ function populateFinal(dbPath: string, count: number, ageMs: number): number {
         insert.run(callId("old", i), changedAt - 1_000, changedAt - 2_000, changedAt - 2_000, changedAt, changedAt);
     });
     for (let from = 0; from < count; from += 100_000) range(from, Math.min(count, from + 100_000));
+    // Rows written around the store: its counts and due tenants are recounted.
+    db.transaction(() => recountTallies(db))();
     db.pragma("wal_checkpoint(TRUNCATE)");
   } finally {
     db.close();

@@ -26,9 +26,6 @@ export function openSqliteConnection(path: string, options: SqliteConnectionOpti
     db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
     // 32 MB of page cache: fewer page reads when commands land at random places of a large table.
     db.pragma("cache_size = -32768");
-    // The delete trigger of timer_state_counts must also see rows an INSERT OR REPLACE removes
-    // (SQLite fires delete triggers for those only with recursive triggers on).
-    db.pragma("recursive_triggers = ON");
     if (options.walAutocheckpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${Math.trunc(options.walAutocheckpointPages)}`);
     return db;
   } catch (error) {

@@ -102,7 +102,7 @@ export const SQLITE_QUERY_SQL = {
   scanChangedByTenant: scanChanged("tenant"),
   scanChangedByState: scanChanged("state"),
   scanChangedByCreatedBy: scanChanged("createdBy"),
-  // Kept by triggers (drizzle/sqlite/0008_state_counts.sql): a few rows, not the tenant's index range.
+  // Kept by the writer (batch-tallies.ts): a few rows, not the tenant's index range.
   countByState: `SELECT state, count, duration_sum_ms AS durationSumMs, duration_count AS durationCount
     FROM timer_state_counts WHERE tenant_id = @tenantId`,
   nextDue: "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE tenant_id = @tenantId AND state = 'Scheduled'",
@@ -129,7 +129,7 @@ type ScanParams = {
  * TimerQueries on the service's SQLite connection (`SqliteTimerStore.database`), with prepared
  * statements. Every statement is served by an index (checked with EXPLAIN QUERY PLAN in
  * test/contract/sqlite-timer-queries.test.ts): get by the primary key, list and the next due time by
- * timer_schedules_tenant_state_due_idx, counts from timer_state_counts (kept by triggers), tenants by skipping along the primary key.
+ * timer_schedules_tenant_state_due_idx, counts from timer_state_counts (kept by the writer), tenants by skipping along the primary key.
  */
 export class SqliteTimerQueries implements TimerQueries {
   readonly #byKey: Database.Statement<[TimerKey], TimerRecord>;

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type { TimerRetention } from "../../app/retention/timer-retention.js";
 import { FINAL_STATES } from "../../domain/retention.js";
+import type { BatchTallies, TalliedRow } from "./batch-tallies.js";
 
 // Spelt exactly as the WHERE of the partial index timer_schedules_final_updated_idx, so the planner
 // matches that index when the statement is prepared.
@@ -16,7 +17,8 @@ export const SQLITE_RETENTION_SQL = {
     WHERE (tenant_id, service_call_id) IN (
       SELECT tenant_id, service_call_id FROM timer_schedules
       WHERE ${FINAL} AND updated_at < @cutoffMs
-      ORDER BY updated_at LIMIT +@limit)`,
+      ORDER BY updated_at LIMIT +@limit)
+    RETURNING tenant_id AS tenantId, state, fired_at AS firedAtMs, completed_at AS completedAtMs`,
   // Prefix cancels still cancelling (progress_key set) stay. The table has one row per tenant and
   // prefix and no index on updated_at: this reads it whole (see docs/design/messages.md).
   deletePrefixCancels: `
@@ -31,13 +33,21 @@ export const SQLITE_RETENTION_SQL = {
  * Retention on the service's SQLite connection: each call is one short write transaction deleting
  * the oldest-changed `limit` final rows, found through timer_schedules_final_updated_idx (so the
  * cost is the batch, not the table). WITHOUT ROWID tables have no rowid, hence the key IN (…).
+ * The deleted rows come back (RETURNING) for the writer's tallies, in the same transaction.
  */
 export class SqliteTimerRetention implements TimerRetention {
-  readonly #deleteTimers: Database.Statement<[{ cutoffMs: number; limit: number }]>;
+  readonly #deleteTimers: (cutoffMs: number, limit: number) => number;
   readonly #deletePrefixCancels: Database.Statement<[{ cutoffMs: number; limit: number }]>;
 
-  constructor(db: Database.Database) {
-    this.#deleteTimers = db.prepare(SQLITE_RETENTION_SQL.deleteFinalTimers);
+  constructor(db: Database.Database, tallies: BatchTallies) {
+    const deleteTimers = db.prepare<[{ cutoffMs: number; limit: number }], TalliedRow>(SQLITE_RETENTION_SQL.deleteFinalTimers);
+    this.#deleteTimers = db.transaction(
+      tallies.around((cutoffMs: number, limit: number) => {
+        const deleted = deleteTimers.all({ cutoffMs, limit });
+        for (const row of deleted) tallies.changed(row, undefined);
+        return deleted.length;
+      }),
+    ).immediate;
     this.#deletePrefixCancels = db.prepare(SQLITE_RETENTION_SQL.deletePrefixCancels);
   }
 
@@ -51,7 +61,7 @@ export class SqliteTimerRetention implements TimerRetention {
 
   /** The same without the promise, for the writer thread (which answers in order). */
   deleteFinalTimersNow(cutoffMs: number, limit: number): number {
-    return this.#deleteTimers.run({ cutoffMs, limit }).changes;
+    return this.#deleteTimers(cutoffMs, limit);
   }
 
   deletePrefixCancelsNow(cutoffMs: number, limit: number): number {

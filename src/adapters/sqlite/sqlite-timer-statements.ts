@@ -153,8 +153,8 @@ export interface SqliteTimerStatements {
 const EARLIEST_DUE_SQL = "SELECT min(due_at) AS dueAtMs FROM timer_schedules WHERE tenant_id = ? AND state = 'Scheduled'";
 
 /**
- * SqliteTimerStatements.raiseEarliest on `db`. The triggers of timer_due_tenants only lower an
- * entry; every write that may raise a tenant's earliest due time (a firing, a cancel, a later due
+ * SqliteTimerStatements.raiseEarliest on `db`. A transaction's tallies (batch-tallies.ts) only
+ * lower an entry; every write that may raise a tenant's earliest due time (a firing, a cancel, a later due
  * time, an import over a timer) calls this in its transaction, so the entries stay exact.
  */
 function prepareRaiseEarliest(db: Database.Database): (tenantIds: Iterable<string>) => void {
@@ -235,7 +235,7 @@ export function prepareTimerStatements(db: Database.Database): SqliteTimerStatem
       "SELECT tenant_id AS tenantId, earliest_due_at AS boundMs FROM timer_due_tenants ORDER BY earliest_due_at, tenant_id LIMIT +?",
     ),
     selectTenantEarliestDue: db.prepare<[string], { dueAtMs: number | null }>(EARLIEST_DUE_SQL),
-    // Kept by triggers (drizzle/sqlite/0008_state_counts.sql).
+    // Kept by the writer, once per transaction (batch-tallies.ts).
     countScheduled: db.prepare<[], { count: number }>(
       "SELECT coalesce(sum(count), 0) AS count FROM timer_state_counts WHERE state = 'Scheduled'",
     ),

@@ -9,6 +9,7 @@ import { timerColumnValues, timerSelectList } from "../storage/timer-columns.js"
 import { PREFIX_CANCEL_SELECT, timerFromRow, type TransferPrefixCancelRow, type TransferTimerRow } from "../storage/transfer-rows.js";
 import { prepareTimerStatements, type SqliteTimerStatements } from "./sqlite-timer-statements.js";
 import { openSqliteConnection } from "./sqlite-connection.js";
+import { BatchTallies, type TalliedRow } from "./batch-tallies.js";
 import { DEFAULT_MIGRATIONS_FOLDER } from "./sqlite-timer-store.js";
 
 /** A running service holds the write lock for one short transaction at a time: wait that out. */
@@ -25,8 +26,8 @@ export interface SqliteTimerTransferOptions {
 /**
  * Export and import on a SQLite file (CONTRACT §18), on a connection of its own: an export may run
  * beside the service (WAL: one read transaction is one snapshot however long the writer goes on);
- * an import writes as the service would, and the file's triggers keep `timer_state_counts` and
- * `timer_due_tenants` in step.
+ * an import writes as the service would, and keeps `timer_state_counts` and `timer_due_tenants` in
+ * step as the service's writer does (BatchTallies, in each batch's transaction).
  */
 export function openSqliteTimerTransfer(options: SqliteTimerTransferOptions): SqliteTimerTransfer {
   if (!options.create && !existsSync(options.path)) throw new Error(`no SQLite store at ${options.path} (TIMER_DB_PATH)`);
@@ -50,7 +51,8 @@ export class SqliteTimerTransfer implements TimerTransfer {
   readonly #tenantTimers: Database.Statement<[string], TransferTimerRow>;
   readonly #allPrefixCancels: Database.Statement<[], TransferPrefixCancelRow>;
   readonly #tenantPrefixCancels: Database.Statement<[string], TransferPrefixCancelRow>;
-  readonly #timerCommandTs: Database.Statement<[string, string], { commandTs: number }>;
+  readonly #storedTimer: Database.Statement<[string, string], TalliedRow & { commandTs: number }>;
+  readonly #tallies: BatchTallies;
   /** The store's own write statements: an import writes as the service does. */
   readonly #sql: SqliteTimerStatements;
 
@@ -63,7 +65,10 @@ export class SqliteTimerTransfer implements TimerTransfer {
     const prefixCancels = `SELECT ${PREFIX_CANCEL_SELECT(false)} FROM timer_prefix_cancels`;
     this.#allPrefixCancels = db.prepare(`${prefixCancels} ORDER BY tenant_id, service_call_id_prefix`);
     this.#tenantPrefixCancels = db.prepare(`${prefixCancels} WHERE tenant_id = ? ORDER BY tenant_id, service_call_id_prefix`);
-    this.#timerCommandTs = db.prepare("SELECT command_ts AS commandTs FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?");
+    this.#storedTimer = db.prepare(`
+      SELECT command_ts AS commandTs, tenant_id AS tenantId, state, fired_at AS firedAtMs, completed_at AS completedAtMs
+      FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?`);
+    this.#tallies = new BatchTallies(db);
     this.#sql = prepareTimerStatements(db);
   }
 
@@ -82,7 +87,7 @@ export class SqliteTimerTransfer implements TimerTransfer {
   }
 
   async importBatch(records: readonly TransferRecord[]): Promise<ImportCounts> {
-    const write = this.#db.transaction(() => {
+    const write = this.#tallies.transaction(this.#db, () => {
       const timers = { created: 0, replaced: 0, kept: 0 };
       const prefixCancels = { created: 0, replaced: 0, kept: 0 };
       const replacedOf = new Set<string>();
@@ -111,10 +116,10 @@ export class SqliteTimerTransfer implements TimerTransfer {
   }
 
   #importTimer(timer: Timer): "created" | "replaced" | "kept" {
-    const stored = this.#timerCommandTs.get(timer.tenantId, timer.serviceCallId);
+    const stored = this.#storedTimer.get(timer.tenantId, timer.serviceCallId);
     if (stored !== undefined && stored.commandTs >= timer.commandTs) return "kept";
-    // The upsert form over a stored timer: only the update triggers fire (no delete + insert).
     (stored === undefined ? this.#sql.insertNew : this.#sql.upsert).run(timerColumnValues(timer));
+    this.#tallies.changed(stored, timer);
     return stored === undefined ? "created" : "replaced";
   }
 

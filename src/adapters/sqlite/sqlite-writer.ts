@@ -8,13 +8,14 @@ import {
   quotaTenants,
 } from "../../app/command-batch.js";
 import type { AppliedDecision, DecideRules } from "../../app/command-batch.js";
-import type { TimerKey } from "../../domain/timer.js";
+import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/command-rules.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { compareTimerKeys } from "../../domain/code-point-order.js";
 import { timerColumnValues } from "../storage/timer-columns.js";
 import { SqliteTimerRetention } from "./sqlite-timer-retention.js";
+import { BatchTallies } from "./batch-tallies.js";
 import { prepareTimerStatements, timerOf, type PrefixCancelKey } from "./sqlite-timer-statements.js";
 
 /**
@@ -82,26 +83,36 @@ export class SqliteWriter {
   constructor(db: Database.Database) {
     this.#db = db;
     const sql = prepareTimerStatements(db);
-    this.#retention = new SqliteTimerRetention(db);
+    const tallies = new BatchTallies(db);
+    this.#retention = new SqliteTimerRetention(db, tallies);
     this.#prefixIndex = new PrefixCancelIndex(sql.selectPrefixCancels.all());
 
-    this.#apply = db.transaction((commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number) => {
+    this.#apply = tallies.transaction(db, (commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number) => {
       const tenants = quotaTenants(commands, rules);
+      // The stored timer of each key read: what its upsert replaces.
+      const stored = new Map<string, Timer | undefined>();
       const batch = decideCommandBatch(commands, rules, {
         prefixIndex: this.#prefixIndex,
-        stored: ({ tenantId, serviceCallId }) => timerOf(sql.selectByKey.get(tenantId, serviceCallId)),
+        stored: (key) => {
+          const timer = timerOf(sql.selectByKey.get(key.tenantId, key.serviceCallId));
+          stored.set(timerKeyString(key), timer);
+          return timer;
+        },
         ...(tenants.length === 0
           ? {}
           : { scheduledCounts: new Map(tenants.map((t) => [t, sql.countScheduledOfTenant.get(t)?.count ?? 0])) }),
       });
-      for (const timer of batch.changed) sql.upsert.run(timerColumnValues(timer));
+      for (const timer of batch.changed) {
+        sql.upsert.run(timerColumnValues(timer));
+        tallies.changed(stored.get(timerKeyString(timer)), timer);
+      }
       for (const { tenantId, serviceCallId, history } of batch.histories) sql.updateHistory.run(history, tenantId, serviceCallId);
       for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
       sql.raiseEarliest(tenantsWithEarliestRaised(batch.decisions));
       return { decisions: batch.decisions, cancels: batch.cancels };
     }).immediate;
 
-    this.#sweep = db.transaction((prefix: PrefixCancelKey, limit: number, nowMs: number, historyEntries: number) => {
+    this.#sweep = tallies.transaction(db, (prefix: PrefixCancelKey, limit: number, nowMs: number, historyEntries: number) => {
       const record = sql.selectPrefixCancel.get(prefix);
       if (record === undefined || record.progressKey === null) return { decisions: [], done: true };
       const rows = sql.sweepSelect(prefix.serviceCallIdPrefix, record.progressKey).all({
@@ -117,13 +128,17 @@ export class SqliteWriter {
         nowMs,
         historyEntries,
       );
-      for (const decision of step.decisions) if (decision.next !== undefined) sql.upsert.run(timerColumnValues(decision.next));
+      for (const { previous, next } of step.decisions) {
+        if (next === undefined) continue;
+        sql.upsert.run(timerColumnValues(next));
+        tallies.changed(previous, next);
+      }
       sql.raiseEarliest(tenantsWithEarliestRaised(step.decisions));
       sql.updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
       return { decisions: step.decisions, done: step.done };
     }).immediate;
 
-    this.#recordFirings = db.transaction((firings: readonly Firing[]) => {
+    this.#recordFirings = tallies.transaction(db, (firings: readonly Firing[]) => {
       const recorded = new Array<boolean>(firings.length).fill(false);
       const tenants = new Set<string>();
       const index = this.#prefixIndex;
@@ -153,6 +168,8 @@ export class SqliteWriter {
         if (changes === 1) {
           recorded[i] = true;
           tenants.add(tenantId);
+          // A firing never completes a timer: no duration to count on either side.
+          tallies.changed({ tenantId, state: "Scheduled" }, { tenantId, state, dueAtMs: next.dueAtMs });
         }
       }
       // The tenants fired from have a later earliest due time now (or none).
@@ -160,7 +177,7 @@ export class SqliteWriter {
       return recorded;
     }).immediate;
 
-    this.#recordDeadlines = db.transaction((records: readonly DeadlineRecord[]) => {
+    this.#recordDeadlines = tallies.transaction(db, (records: readonly DeadlineRecord[]) => {
       const recorded: TimerKey[] = [];
       for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next, history } of records) {
         const changes = sql.recordDeadline.run({
@@ -177,7 +194,11 @@ export class SqliteWriter {
           historyEntry: history?.entry ?? null,
           historyKeep: history?.keep ?? 0,
         }).changes;
-        if (changes === 1) recorded.push({ tenantId, serviceCallId });
+        if (changes === 1) {
+          recorded.push({ tenantId, serviceCallId });
+          // A passed deadline leaves fired_at and completed_at as they are and never completes a timer.
+          tallies.changed({ tenantId, state: "Fired" }, { tenantId, state: next.state });
+        }
       }
       return recorded;
     }).immediate;

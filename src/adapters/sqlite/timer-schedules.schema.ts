@@ -7,9 +7,9 @@ import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-or
  * diff). The custom migration 0001_without_rowid rebuilds the table WITHOUT ROWID, which drizzle-kit
  * cannot express: rows live in the primary-key b-tree, saving a second b-tree write per command
  * (docs/benchmarks.md). A future change that makes
- * drizzle-kit recreate the table must repeat that in a custom migration, and recreate the triggers
- * of the custom migration 0008_state_counts: they keep `timer_state_counts`, counts per tenant and
- * state that `stats` reads instead of counting the tenant's rows (CONTRACT §9).
+ * drizzle-kit recreate the table must repeat that in a custom migration. `timer_state_counts` (counts
+ * per tenant and state that `stats` reads instead of counting the tenant's rows, CONTRACT §9) and
+ * `timer_due_tenants` are kept by the store's writes themselves (batch-tallies.ts), not by triggers.
  */
 /** Every state of CONTRACT §3: Reached, Missed, Cancelled, Completed, Failed, TimedOut are final. */
 export const TIMER_STATES = ["Scheduled", "Reached", "Cancelled", "Missed", "Fired", "Completed", "Failed", "TimedOut"] as const;
