@@ -87,10 +87,10 @@ export class SqliteTimerTransfer implements TimerTransfer {
   }
 
   async importBatch(records: readonly TransferRecord[]): Promise<ImportCounts> {
-    const write = this.#tallies.transaction(this.#db, () => {
+    const replacedOf = new Set<string>();
+    const importAll = this.#tallies.around(() => {
       const timers = { created: 0, replaced: 0, kept: 0 };
       const prefixCancels = { created: 0, replaced: 0, kept: 0 };
-      const replacedOf = new Set<string>();
       for (const record of records) {
         if (record.kind === "timer") {
           const outcome = this.#importTimer(record.timer);
@@ -107,9 +107,14 @@ export class SqliteTimerTransfer implements TimerTransfer {
           }
         }
       }
-      // A replaced timer may have been its tenant's earliest Scheduled one.
-      this.#sql.raiseEarliest(replacedOf);
       return { ...timers, prefixCancels };
+    });
+    const write = this.#db.transaction(() => {
+      const counts = importAll();
+      // A replaced timer may have been its tenant's earliest Scheduled one; raised after the tallies
+      // are written, since they only lower an entry (a key twice in one batch lowered it for its first line).
+      this.#sql.raiseEarliest(replacedOf);
+      return counts;
     });
     // IMMEDIATE: the write lock is taken before the first read, so no reader-to-writer upgrade can fail busy.
     return write.immediate();
