@@ -86,7 +86,8 @@ interface RoundFigures {
   readonly threadsUsPerCommand: { main?: number; second?: number; rest?: number };
   readonly serviceWrittenKBPerCommand: number | undefined;
   readonly received: number;
-  readonly outcomes?: { count: number; applied: number };
+  /** Outcomes received, those applied, and the others by outcome and reason (or code). */
+  readonly outcomes?: { count: number; applied: number; other: Record<string, number> };
   readonly loadAverage1m: number | undefined;
 }
 
@@ -113,13 +114,18 @@ export async function historyCost(ctx: BenchContext): Promise<Record<string, unk
       const service = await startService(sub, nats.url, label, ENV[config], config === "v4" ? v4.entry : undefined);
       const client = await BenchClient.connect(sub, nats.url);
       const pids: Record<string, number | undefined> = { service: service.pid, nats: natsPid(nats) };
-      const outcomes = { count: 0, applied: 0 };
+      const outcomes = { count: 0, applied: 0, other: {} as Record<string, number> };
       if (config === "confirmed") {
         const subscription = client.nc.subscribe("timer.outcomes.>", {
           callback: (error, message) => {
             if (error !== null) return;
             outcomes.count++;
-            if (message.string().includes('"outcome":"applied"')) outcomes.applied++;
+            const { outcome, reason, code } = message.json<{ outcome?: string; reason?: string; code?: string }>();
+            if (outcome === "applied") outcomes.applied++;
+            else {
+              const why = `${outcome}: ${code ?? reason}`;
+              outcomes.other[why] = (outcomes.other[why] ?? 0) + 1;
+            }
           },
         });
         sub.scope.defer(() => subscription.unsubscribe());
@@ -143,7 +149,7 @@ export async function historyCost(ctx: BenchContext): Promise<Record<string, unk
         threadsUsPerCommand: { main: cpu.serviceMainUsPerItem, second: cpu.serviceSecondUsPerItem, rest: cpu.serviceRestUsPerItem },
         serviceWrittenKBPerCommand: cpu.serviceWrittenKBPerItem,
         received,
-        ...(config === "confirmed" ? { outcomes: { ...outcomes } } : {}),
+        ...(config === "confirmed" ? { outcomes: { ...outcomes, other: { ...outcomes.other } } } : {}),
         loadAverage1m: loadAverage()[0],
       };
       figures.push(row);
@@ -151,7 +157,7 @@ export async function historyCost(ctx: BenchContext): Promise<Record<string, unk
       sub.log(
         `${row.usPerCommand ?? "?"} µs/cmd (main ${row.threadsUsPerCommand.main ?? "?"}, second ${row.threadsUsPerCommand.second ?? "?"}, ` +
           `rest ${row.threadsUsPerCommand.rest ?? "?"}), ${row.commandsPerSec}/s` +
-          `${row.outcomes === undefined ? "" : `, ${row.outcomes.count} outcomes (${row.outcomes.applied} applied)`}; load ${row.loadAverage1m}`,
+          `${row.outcomes === undefined ? "" : `, ${row.outcomes.count} outcomes (${row.outcomes.applied} applied, others ${JSON.stringify(row.outcomes.other)})`}; load ${row.loadAverage1m}`,
       );
     });
   };
