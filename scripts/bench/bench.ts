@@ -9,6 +9,8 @@
  *   npm run bench -- --only burst,ingest  some scenarios (names below); ingest includes the backlog
  *                                         drain against v1 (commit f91ce85, built once into
  *                                         bench-results/.baseline-f91ce85/ by baseline.ts)
+ *   npm run bench -- --only historyCost   a timer's history off / kept / kept and confirmed, and v4.0.0
+ *                                         (commit fafcd82, built by baseline.ts), alternated backlog drains
  *   npm run bench -- --size 10m           also pollAt10M (10,000,000 pending rows; slow to generate)
  *   npm run bench -- --profile            run the service under --cpu-prof and print its hot spots
  *                                         (figures of a profiled run are not comparable)
@@ -49,6 +51,7 @@ import { recurringLoad } from "./scenarios/recurring-load.js";
 import { instances } from "./scenarios/instances.js";
 import { deliveryOverhead } from "./scenarios/delivery-overhead.js";
 import { traceOverhead } from "./scenarios/trace-overhead.js";
+import { historyCost } from "./scenarios/history-cost.js";
 import { catchUp } from "./scenarios/catch-up.js";
 import { catchUpFlood } from "./scenarios/catch-up-flood.js";
 import { manyTenants, noisyNeighbour, queryFlood } from "./scenarios/fairness.js";
@@ -83,6 +86,8 @@ const SCENARIOS: { name: string; run: Scenario; timeoutMs: number; sizeFlag?: bo
   { name: "deliveryOverhead", run: deliveryOverhead, timeoutMs: 20 * 60_000 },
   // The trace merge against main just before it, and this build, alternated rounds after a warm-up.
   { name: "traceOverhead", run: traceOverhead, timeoutMs: 30 * 60_000 },
+  // History off, kept, kept and confirmed, and the v4.0.0 release (fafcd82), alternated backlog drains.
+  { name: "historyCost", run: historyCost, timeoutMs: 30 * 60_000 },
   // BullMQ on redis-server, last: its ratios divide the figures of ingest, burst and lowLoadLag above.
   { name: "peers", run: peers, timeoutMs: 45 * 60_000, peersFlag: true },
 ];
@@ -235,6 +240,9 @@ const TARGETS: Target[] = [
     target: 1.3,
     unit: "×",
   },
+  // Medians of alternated backlog drains, same run: a timer's history kept against not, and not against v4.0.0.
+  { name: "history kept: CPU/cmd vs history off", path: "historyCost.keptToOff", op: "<=", target: 1.1, unit: "×" },
+  { name: "history off: CPU/cmd vs v4.0.0", path: "historyCost.offToV4", op: "<=", target: 1.05, unit: "×" },
   { name: "catch-up, per-minute cron from year 0: max", path: "catchUp.cronEveryMinuteFromYear0.maxMs", op: "<=", target: 100, unit: "ms" },
   {
     name: "catch-up, monthly cron after 100 years: max",

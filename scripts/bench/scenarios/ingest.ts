@@ -247,7 +247,8 @@ async function backlogVsV1(ctx: BenchContext, n: number, keySpace: number): Prom
   };
 }
 
-async function inScope(ctx: BenchContext, name: string, body: (sub: BenchContext) => Promise<void>): Promise<void> {
+/** Runs `body` in its own Scope (its processes and folders undone when it ends), logging under `name`. */
+export async function inScope(ctx: BenchContext, name: string, body: (sub: BenchContext) => Promise<void>): Promise<void> {
   const scope = new Scope(name);
   try {
     await body({ ...ctx, scope, log: (m) => ctx.log(`${name.replace(/^ingest /, "")}: ${m}`) });
@@ -325,7 +326,11 @@ async function measure(
   };
 }
 
-async function measureBacklog(
+/**
+ * Stops the service, queues `messages`, starts it again and measures from its first delivery until
+ * the durable consumer is drained: commands/s and the service's CPU per command (/proc).
+ */
+export async function measureBacklog(
   ctx: BenchContext,
   service: TimerServiceProcess,
   client: BenchClient,
