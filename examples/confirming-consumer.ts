@@ -10,8 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { connectTimers, EVENTS_STREAM } from "./settings.js";
+import { connectTimers } from "./settings.js";
 
 const { values } = parseArgs({ options: { tenant: { type: "string", default: "acme" }, fail: { type: "string", default: "1" } } });
 const failures = Number(values.fail);
@@ -53,5 +52,5 @@ const deadline = setTimeout(() => {
 await completed;
 clearTimeout(deadline);
 await subscription.stop();
-await (await jetstreamManager(timers.connection)).consumers.delete(EVENTS_STREAM, durable);
+await timers.removeConsumer(durable);
 await timers.close();

@@ -7,10 +7,9 @@
  * service running against it (`npm start`).
  */
 import { randomUUID } from "node:crypto";
-import { jetstreamManager } from "@nats-io/jetstream";
 import type { TimerClient, TimerEvent } from "@timer-service/client";
 import { describeEvent, envelopeOf } from "./describe.js";
-import { connectTimers, EVENTS_STREAM, explain } from "./settings.js";
+import { connectTimers, explain } from "./settings.js";
 
 const DUE_IN_MS = 2_000;
 const TIMEOUT_MS = 15_000;
@@ -39,7 +38,7 @@ async function scheduleAndWait(timers: TimerClient): Promise<TimerEvent | undefi
   } finally {
     clearTimeout(timeout);
     await subscription.stop();
-    await (await jetstreamManager(timers.connection)).consumers.delete(EVENTS_STREAM, durable).catch(() => undefined);
+    await timers.removeConsumer(durable).catch(() => undefined);
   }
 }
 

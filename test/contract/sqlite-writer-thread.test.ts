@@ -87,8 +87,19 @@ describe("SQLite writer thread", () => {
 
     const [decision] = await store.applyCommands([{ ...schedule("a"), dueAtMs: NOW + 1, data: "payload", timestampMs: 2 }], { nowMs: NOW });
 
-    // The reply crosses from the writer thread: the payload and the other columns stay behind.
-    expect(Object.keys(decision!.previous!).sort()).toEqual(["completedAtMs", "deadlineAtMs", "dueAtMs", "firedAtMs", "state"]);
+    // The reply crosses from the writer thread: the payload and the other columns stay behind (what
+    // the metrics and wake-ups read, and what a command's outcome reports of its timer).
+    expect(Object.keys(decision!.previous!).sort()).toEqual([
+      "commandTs",
+      "completedAtMs",
+      "deadlineAtMs",
+      "dueAtMs",
+      "firedAtMs",
+      "generation",
+      "occurrence",
+      "repeat",
+      "state",
+    ]);
     expect(decision).toMatchObject({
       outcome: "accepted",
       previous: { state: "Scheduled", dueAtMs: NOW },

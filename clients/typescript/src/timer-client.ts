@@ -1,5 +1,5 @@
 import { connect, headers as natsHeaders, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
-import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
 import { consumeEvents } from "./event-consumer.js";
 import { MESSAGE_SCHEMAS } from "./message-schemas.js";
 import { schemaProblem, type Schema } from "./schema-check.js";
@@ -310,6 +310,20 @@ export class TimerClient {
     );
     this.subscriptions.add(subscription);
     return subscription;
+  }
+
+  /**
+   * Deletes the durable consumer `durable` of the events stream (one `consume` made), so the
+   * broker stops keeping events for it; false when there was none. Stop its subscription first.
+   */
+  async removeConsumer(durable: string): Promise<boolean> {
+    this.assertOpen();
+    try {
+      return await (await jetstreamManager(this.connection)).consumers.delete(this.options.eventsStream, durable);
+    } catch (error) {
+      if (error instanceof JetStreamApiError && error.code === 10014) return false; // consumer not found
+      throw fromNatsError(error, `removing consumer ${durable}`);
+    }
   }
 
   /** Stops every consumer of this client and, when the client made the connection, drains and closes it. */

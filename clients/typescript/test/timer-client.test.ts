@@ -236,6 +236,17 @@ describe("@timer-service/client against the service", () => {
     await sub.stop();
   });
 
+  it("when a consumer is removed, then the broker no longer keeps it, and removing it again says there was none", async () => {
+    const timers = await client("removed");
+    const sub = await timers.consume({ durable: "short-lived" }, () => undefined);
+    await sub.stop();
+    const jsm = await jetstreamManager(timers.connection);
+    expect((await jsm.consumers.info("TIMER_EVENTS", "short-lived")).name).toBe("short-lived");
+    expect(await timers.removeConsumer("short-lived")).toBe(true);
+    await expect(jsm.consumers.info("TIMER_EVENTS", "short-lived")).rejects.toThrow(/consumer not found/i);
+    expect(await timers.removeConsumer("short-lived")).toBe(false);
+  });
+
   it("when a malformed command reaches the service, then its CommandRejected matches the published schema", async () => {
     const timers = await client("rejected");
     const js = jetstream(timers.connection);
