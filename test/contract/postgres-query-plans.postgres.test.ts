@@ -109,6 +109,8 @@ describe("Postgres plans with statistics older than a bulk insert", () => {
       new Array(n).fill(null),
       new Array(n).fill(null),
       new Array(n).fill(null),
+      new Array(n).fill(null), // no history entry
+      keys.map(() => 0),
     ];
 
     const record = await plans(q.RECORD_FIRINGS, firings);
@@ -125,6 +127,8 @@ describe("Postgres plans with statistics older than a bulk insert", () => {
       keys.map(() => NOW + 60_000),
       keys.map(() => "timeout"),
       keys.map(() => NOW),
+      new Array(n).fill(null), // no history entry
+      keys.map(() => 0),
     ]);
 
     const release = await plans(q.RELEASE_CLAIMS, ["owner-a", keys.map(() => "acme"), keys]);
