@@ -5,11 +5,12 @@ Usage:
       Run the service (configured by TIMER_* environment variables, see .env.example).
       "serve" is the same.
 
-  timer-service export [--tenant T] [--out FILE]
+  timer-service export [--tenant T] [--out FILE] [--history]
       Write every timer (of tenant T) and every prefix cancel of the configured store
       (TIMER_STORE, TIMER_DB_PATH or TIMER_DATABASE_URL + TIMER_DATABASE_SCHEMA) as NDJSON to FILE
       (default standard output): a header line, then one object a line. One consistent snapshot;
-      may run while the service runs.
+      may run while the service runs. --history adds each timer's history: this release and later
+      ones import it, the previous release does not (leave it out to roll back).
 
   timer-service import [--in FILE]
       Write an export (default: standard input) into the configured store, 1,000 lines a

@@ -12,6 +12,7 @@ const OPTIONS = {
   tenant: { type: "string" },
   out: { type: "string" },
   in: { type: "string" },
+  history: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 

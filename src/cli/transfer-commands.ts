@@ -20,6 +20,8 @@ export interface TransferFlags {
   readonly tenant?: string | undefined;
   readonly out?: string | undefined;
   readonly in?: string | undefined;
+  /** export: each timer's history too (CONTRACT §19); the previous release cannot import it. */
+  readonly history?: boolean | undefined;
 }
 
 function serviceConfig(): TimerServiceConfig {
@@ -48,6 +50,7 @@ export async function exportCommand(flags: TransferFlags): Promise<number> {
     const summary = await exportTimers(transfer, {
       ...(flags.tenant === undefined ? {} : { tenantId: flags.tenant }),
       nowMs: Date.now(),
+      history: flags.history === true,
       // Each chunk waits for its write: backpressure, and a failed write fails the export.
       write: (chunk) => new Promise<void>((resolve, reject) => sink.write(chunk, (error) => (error ? reject(error) : resolve()))),
     });
@@ -72,7 +75,9 @@ export async function exportCommand(flags: TransferFlags): Promise<number> {
 }
 
 export async function importCommand(flags: TransferFlags): Promise<number> {
-  if (flags.out !== undefined || flags.tenant !== undefined) throw new UsageError("import takes only --in FILE (default: standard input)");
+  if (flags.out !== undefined || flags.tenant !== undefined || flags.history !== undefined) {
+    throw new UsageError("import takes only --in FILE (default: standard input)");
+  }
   const config = serviceConfig();
   const input = flags.in === undefined ? process.stdin : createReadStream(flags.in);
   // Opened before the store, so that a missing file is reported without touching the database.
@@ -102,7 +107,9 @@ export async function importCommand(flags: TransferFlags): Promise<number> {
 
 export async function backupCommand(flags: TransferFlags): Promise<number> {
   if (flags.out === undefined) throw new UsageError("backup needs --out FILE");
-  if (flags.in !== undefined || flags.tenant !== undefined) throw new UsageError("backup takes only --out FILE");
+  if (flags.in !== undefined || flags.tenant !== undefined || flags.history !== undefined) {
+    throw new UsageError("backup takes only --out FILE");
+  }
   const config = serviceConfig();
   if (config.storage.store !== "sqlite") {
     throw new Error(

@@ -36,7 +36,7 @@ describe("timer-service export and import", () => {
   it("when a file is imported from standard input and exported to a file, then the export has the same lines and a second import keeps all", async () => {
     const records = fixtureRecords(T0);
     const db = join(folder, "a.db");
-    const imported = await cli(db, ["import"], fileOf(header, ...records.map(encodeRecord)));
+    const imported = await cli(db, ["import"], fileOf(header, ...records.map((record) => encodeRecord(record))));
     expect(imported.code).toBe(0);
     expect(JSON.parse(imported.stdout)).toEqual({
       created: records.length - 1,
@@ -46,23 +46,25 @@ describe("timer-service export and import", () => {
       lines: records.length + 1,
     });
     const out = join(folder, "a.ndjson");
-    const exported = await cli(db, ["export", "--out", out]);
+    const exported = await cli(db, ["export", "--out", out, "--history"]);
     expect(exported.code).toBe(0);
     expect(exported.stderr).toContain(`exported ${records.length - 1} timers and 1 prefix cancels from sqlite ${db} to ${out}`);
     const lines = readFileSync(out, "utf8").split("\n");
     expect(JSON.parse(lines[0]!)).toMatchObject({ format: "timer-service-export", version: 1, store: "sqlite" });
-    expect(lines.slice(1)).toEqual([...records.map(encodeRecord), ""]);
+    expect(lines.slice(1)).toEqual([...records.map((record) => encodeRecord(record)), ""]);
     const again = await cli(db, ["import", "--in", out]);
     expect(JSON.parse(again.stdout)).toMatchObject({ created: 0, replaced: 0, kept: records.length - 1 });
     const tenant = await cli(db, ["export", "--tenant", "globex"]);
     expect(tenant.stdout.trim().split("\n").slice(1)).toEqual(
-      records.filter((r) => (r.kind === "timer" ? r.timer.tenantId : r.prefixCancel.tenantId) === "globex").map(encodeRecord),
+      records
+        .filter((r) => (r.kind === "timer" ? r.timer.tenantId : r.prefixCancel.tenantId) === "globex")
+        .map((record) => encodeRecord(record, { history: false })),
     );
   });
 
   it("when a line is bad, then import exits non-zero naming the line and what is wrong, and writes nothing of its batch", async () => {
     const db = join(folder, "b.db");
-    const [first, second] = fixtureRecords(T0).map(encodeRecord);
+    const [first, second] = fixtureRecords(T0).map((record) => encodeRecord(record));
     const bad = JSON.stringify({ ...JSON.parse(second!), dueAt: "tomorrow" });
     const result = await cli(db, ["import"], fileOf(header, first!, bad));
     expect(result.code).toBe(1);
@@ -75,7 +77,7 @@ describe("timer-service export and import", () => {
 
   it("when the header is missing or of another version, then import exits non-zero on line 1", async () => {
     const db = join(folder, "c.db");
-    const [first] = fixtureRecords(T0).map(encodeRecord);
+    const [first] = fixtureRecords(T0).map((record) => encodeRecord(record));
     expect((await cli(db, ["import"], fileOf(first!))).stderr).toContain("line 1: not a timer-service export");
     expect((await cli(db, ["import"], fileOf('{"format":"timer-service-export","version":2}', first!))).stderr).toContain(
       "line 1: unknown version 2: this release reads version 1",

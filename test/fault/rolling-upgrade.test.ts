@@ -5,7 +5,7 @@ import { TimerServiceProcess } from "../support/timer-service-process.js";
 import { TimerClient } from "../support/timer-client.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
 import { TEST_DATABASE_URL, dropSchema, uniqueSchema } from "../support/test-postgres.js";
-import { ensureReleaseBuild, previousReleaseTag, type ReleaseBuild } from "../support/previous-release.js";
+import { previousReleaseBuild } from "../support/previous-release.js";
 import { waitUntil } from "../support/wait-for.js";
 import { TENANT, commandBacklog, earlyEvents, planTimers, scheduleAll } from "./fault-support.js";
 import { CommandLoad } from "./command-load.js";
@@ -47,23 +47,14 @@ async function appliedMigrations(schema: string): Promise<number> {
   }
 }
 
-function previousRelease(): { build?: ReleaseBuild; reason?: string } {
-  const tag = previousReleaseTag();
-  if (tag === undefined) return { reason: "no release tag before this build in this clone (git fetch --tags)" };
-  try {
-    return { build: ensureReleaseBuild(tag) };
-  } catch (error) {
-    return { reason: `the previous release ${tag} cannot be built here: ${(error as Error).message}` };
-  }
-}
-
 describe("rolling upgrade on Postgres", () => {
   it("when a new instance joins two of the previous release and they are stopped one by one, then every timer fires once, none early, cancels win, stale schedules are ignored", async (context) => {
-    const { build, reason } = previousRelease();
-    if (build === undefined) {
-      context.skip(reason);
+    const previous = previousReleaseBuild();
+    if (!("build" in previous)) {
+      context.skip(previous.reason);
       return;
     }
+    const { build } = previous;
     const schema = uniqueSchema("upgrade");
     cleanups.push(() => dropSchema(schema));
     const nats = await NatsServerProcess.start();

@@ -38,7 +38,7 @@ describe(`export → import → export, SQLite to Postgres (seed ${seed})`, () =
           const exported: TransferRecord[] = [];
           for await (const record of sqlite.exportRecords({})) exported.push(record);
           await postgres.importBatch(exported);
-          expect(await exportedLines(postgres.exportRecords({}))).toEqual(records.map(encodeRecord));
+          expect(await exportedLines(postgres.exportRecords({}))).toEqual(records.map((record) => encodeRecord(record)));
           const again = await postgres.importBatch(exported);
           expect(again.created + again.replaced + again.prefixCancels.created + again.prefixCancels.replaced).toBe(0);
         } finally {

@@ -37,7 +37,7 @@ describe(`export lines (seed ${seed})`, () => {
         const first = openSqliteTimerTransfer({ path: join(folder, `${++run}-a.db`), create: true });
         const second = openSqliteTimerTransfer({ path: join(folder, `${run}-b.db`), create: true });
         try {
-          const lines = records.map(encodeRecord);
+          const lines = records.map((record) => encodeRecord(record));
           await first.importBatch(lines.map((line, i) => decodeRecord(line, i + 2)));
           expect(await exportedLines(first.exportRecords({}))).toEqual(lines);
           const exported: typeof records = [];

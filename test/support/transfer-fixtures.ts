@@ -211,7 +211,7 @@ export function fixtureRecords(t0: number): TransferRecord[] {
 
 /** The lines an export of `records` holds after its header. */
 export function exportLines(records: readonly TransferRecord[]): string[] {
-  return records.map(encodeRecord);
+  return records.map((record) => encodeRecord(record));
 }
 
 /** The lines of an export, header dropped (its time differs from run to run). */

@@ -17,7 +17,13 @@ const CHUNK_CHARS = 64 * 1024;
  */
 export async function exportTimers(
   transfer: TimerTransfer,
-  options: { readonly tenantId?: string; readonly nowMs: number; readonly write: (chunk: string) => void | Promise<void> },
+  options: {
+    readonly tenantId?: string;
+    readonly nowMs: number;
+    /** Each timer's history too (readable by this release and later ones, not by the previous one). */
+    readonly history?: boolean;
+    readonly write: (chunk: string) => void | Promise<void>;
+  },
 ): Promise<ExportSummary> {
   let chunk = `${encodeHeader({ exportedAtMs: options.nowMs, store: transfer.kind, ...(options.tenantId === undefined ? {} : { tenantId: options.tenantId }) })}\n`;
   let timers = 0;
@@ -26,7 +32,7 @@ export async function exportTimers(
   for await (const record of records) {
     if (record.kind === "timer") timers++;
     else prefixCancels++;
-    chunk += `${encodeRecord(record)}\n`;
+    chunk += `${encodeRecord(record, { history: options.history === true })}\n`;
     if (chunk.length >= CHUNK_CHARS) {
       await options.write(chunk);
       chunk = "";

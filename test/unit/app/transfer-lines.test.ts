@@ -237,14 +237,30 @@ describe("importTimers", () => {
 });
 
 describe("exportTimers", () => {
+  it("when a store is exported without history, then no line carries one, so the previous release imports it", async () => {
+    const source = new MemoryTimerTransfer();
+    const records = fixtureRecords(T0);
+    expect(records.some((r) => r.kind === "timer" && r.timer.history != null)).toBe(true);
+    await source.importBatch(records);
+    const chunks: string[] = [];
+    await exportTimers(source, { nowMs: T0, write: (chunk) => void chunks.push(chunk) });
+    const lines = chunks.join("").split("\n").slice(1, -1);
+    expect(lines).toEqual(records.map((record) => encodeRecord(record, { history: false })));
+    expect(lines.some((line) => line.includes('"history"'))).toBe(false);
+  });
+
   it("when a store is exported, then the header comes first and every record follows, in chunks", async () => {
     const source = new MemoryTimerTransfer();
     const records = fixtureRecords(T0);
     await source.importBatch(records);
     const chunks: string[] = [];
-    const summary = await exportTimers(source, { nowMs: T0, write: (chunk) => void chunks.push(chunk) });
+    const summary = await exportTimers(source, { nowMs: T0, history: true, write: (chunk) => void chunks.push(chunk) });
     expect(summary).toEqual({ timers: records.length - 1, prefixCancels: 1 });
-    expect(chunks.join("").split("\n")).toEqual([encodeHeader({ exportedAtMs: T0, store: "memory" }), ...records.map(encodeRecord), ""]);
+    expect(chunks.join("").split("\n")).toEqual([
+      encodeHeader({ exportedAtMs: T0, store: "memory" }),
+      ...records.map((record) => encodeRecord(record)),
+      "",
+    ]);
     const target = new MemoryTimerTransfer();
     await importTimers(target, linesOf(...chunks.join("").split("\n").slice(0, -1)));
     expect([...target.timers.values()]).toEqual([...source.timers.values()]);
