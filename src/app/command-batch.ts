@@ -5,6 +5,7 @@ import type { CancelTimerCommand, KeyCommand, TimerCommand } from "../domain/tim
 import { PrefixCancelIndex, type PrefixCancel } from "../domain/prefix-cancel.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
 import { appendHistory, commandEntry, ignoredReason, prefixCancelEntry, type CommandNote } from "../domain/timer-history.js";
+import { appliedWithoutChange } from "../domain/key-decision.js";
 
 /**
  * The rules every store applies the same way around the domain's decision (`decideCommand`); each
@@ -172,7 +173,7 @@ function historyEntry(
 ): string {
   if (decision.outcome === "accepted") return commandEntry(nowMs, command, note, "applied");
   // §3.2: a newer command that changes nothing still applies (it moves commandTs), as its outcome says.
-  if (decision.next !== undefined && decision.next.commandTs === command.timestampMs) {
+  if (decision.next !== undefined && appliedWithoutChange(decision, command.timestampMs)) {
     return commandEntry(nowMs, command, note, "applied", { reason: `nothing to change: the timer already was ${decision.next.state}` });
   }
   if (decision.outcome === "refused")

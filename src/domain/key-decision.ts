@@ -17,3 +17,14 @@ export type KeyDecision =
        */
       readonly retryLater?: boolean;
     };
+
+/**
+ * §3.2: a decision that wrote the timer with the command's `timestampMs` as its `commandTs`, though it
+ * changed nothing else (a newer re-send, a newer cancel of a cancelled timer), applied the command.
+ */
+export function appliedWithoutChange(
+  decision: { readonly next?: { readonly commandTs: number } | undefined },
+  timestampMs: number,
+): boolean {
+  return decision.next !== undefined && decision.next.commandTs === timestampMs;
+}

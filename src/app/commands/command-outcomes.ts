@@ -45,9 +45,9 @@ export interface CommandOutcomes {
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * The id the sender gave its command, read again from the body: only a command sent with the
- * header pays for it. A bare payload (or a body that is not an envelope) has none; its stream
- * message id stands in, the id the `CommandRejected` of such a message is derived from.
+ * The id the sender gave a command the decoder refused before reading its id, read again from the
+ * body: only a rejected command sent with the header pays for it. A bare payload (or a body that is
+ * not an envelope) has none; its stream message id stands in, the id its `CommandRejected` is derived from.
  */
 export function commandIdOf(message: RawCommand): string {
   try {

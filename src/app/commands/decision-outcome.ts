@@ -2,6 +2,7 @@ import { formatInstant } from "../../domain/due-time.js";
 import { isBeyondRetention } from "../../domain/retention.js";
 import { isRetryable } from "../../domain/retry-timer-rules.js";
 import { isClosedToCommands } from "../../domain/timer.js";
+import { appliedWithoutChange } from "../../domain/key-decision.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { AppliedDecision, DecidedTimer } from "../command-batch.js";
 import type { OutcomeKind, OutcomeTimer } from "./command-outcomes.js";
@@ -62,7 +63,7 @@ export function decisionOutcome(command: TimerCommand, decision: StoredDecision,
       "blocked by a prefix cancel: a CancelTimersByPrefix with the same or a newer timestampMs covers this timer",
     );
   }
-  if (next !== undefined && next.commandTs === ts) {
+  if (next !== undefined && appliedWithoutChange(decision, ts)) {
     return withTimer("applied", `nothing to change: the timer already was ${next.state} as the command asks`);
   }
   if ("retryLater" in decision && decision.retryLater === true) {

@@ -138,6 +138,7 @@ export class TimerCommandProcessor {
       command: TimerCommand;
       refusal: Refusal;
       span: CommandSpan | undefined;
+      commandId: string | undefined;
       note: CommandNote | undefined;
     }[] = [];
     const rejected: Promise<void>[] = [];
@@ -147,8 +148,9 @@ export class TimerCommandProcessor {
       const decoded = this.decode(message);
       if (decoded.ok) {
         const { command, span } = this.startSpan(message, decoded);
-        const note = history ? { commandId: decoded.commandId, traceId: span?.trace.traceId ?? decoded.trace.traceId } : undefined;
-        valid.push({ index, type: decoded.type, refusal: decoded.refusal, command, span, note });
+        const { commandId } = decoded;
+        const note = history ? { commandId, traceId: span?.trace.traceId ?? decoded.trace.traceId } : undefined;
+        valid.push({ index, type: decoded.type, refusal: decoded.refusal, command, span, commandId, note });
       } else rejected.push(this.reject(message, decoded.type, decoded.rejection).then((s) => void (settlements[index] = s)));
     });
     // Nothing to apply: the turn passes on now, not after the rejections are published.
@@ -179,7 +181,7 @@ export class TimerCommandProcessor {
         if (decision !== undefined) {
           this.deps.metrics.commandHandled(v.type, decision.outcome);
           // After the commit (applyNow returned): a query made once the outcome arrives sees the command.
-          if (this.deps.outcomes !== undefined && message.confirm === true) this.confirmStored(message, v.command, decision);
+          if (this.deps.outcomes !== undefined && message.confirm === true) this.confirmStored(message, v.command, v.commandId, decision);
         }
       });
     }
@@ -307,7 +309,7 @@ export class TimerCommandProcessor {
   }
 
   /** Sends the outcome of a stored command (applied or ignored, and why) to the sender who asked for it. */
-  private confirmStored(message: DeliveredCommand, command: TimerCommand, decision: AppliedDecision): void {
+  private confirmStored(message: DeliveredCommand, command: TimerCommand, commandId: string | undefined, decision: AppliedDecision): void {
     if (decision.outcome === "refused") return;
     const { outcome, reason, timer } = decisionOutcome(command, decision, {
       nowMs: this.deps.clock.now(),
@@ -316,7 +318,8 @@ export class TimerCommandProcessor {
     });
     this.deps.outcomes!.send({
       tenantId: command.tenantId,
-      commandId: commandIdOf(message),
+      // A bare payload has no id of its own: its stream message id stands in, as in its CommandRejected.
+      commandId: commandId ?? message.sourceId,
       ...(command.kind === "cancelPrefix" ? {} : { serviceCallId: command.serviceCallId }),
       outcome,
       reason,
