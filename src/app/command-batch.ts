@@ -4,7 +4,7 @@ import { timerKeyString, type Timer, type TimerKey } from "../domain/timer.js";
 import type { CancelTimerCommand, KeyCommand, TimerCommand } from "../domain/timer-command.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../domain/prefix-cancel.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
-import { appendHistory, commandEntry, ignoredReason, prefixCancelEntry, type CommandNote } from "../domain/timer-history.js";
+import { commandEntry, ignoredReason, prefixCancelEntry, type CommandNote } from "../domain/timer-history.js";
 import { appliedWithoutChange } from "../domain/key-decision.js";
 
 /**
@@ -48,13 +48,16 @@ export interface DecidedBatch {
   readonly changed: Timer[];
   /** The prefix cancels the batch records (their sweep starts from the beginning of the prefix). */
   readonly cancels: PrefixCancel[];
-  /** The new history of each stored timer the batch did not otherwise change (CONTRACT §19). */
-  readonly histories: TimerHistoryWrite[];
+  /**
+   * The entries the batch appends to timers' histories (CONTRACT §19), in command order; written
+   * after `changed`, so that a new timer's row exists before its first entry.
+   */
+  readonly history: HistoryWrite[];
 }
 
-/** A timer's history to store, its other columns unchanged. */
-export interface TimerHistoryWrite extends TimerKey {
-  readonly history: string;
+/** One entry appended to a timer's history (an entry builder's JSON text). */
+export interface HistoryWrite extends TimerKey {
+  readonly entry: string;
 }
 
 const QUOTA_REASON = "the tenant's quota of Scheduled timers (TIMER_TENANT_MAX_PENDING) is reached";
@@ -110,9 +113,8 @@ export function decideCommandBatch(commands: readonly TimerCommand[], rules: Dec
   const changed = new Map<string, Timer>();
   const cancels: PrefixCancel[] = [];
   const decisions = new Array<CommandDecision>(commands.length);
-  const keep = rules.historyEntries ?? 0;
-  /** With a history kept: each key's history as the batch has left it so far. */
-  const histories = keep > 0 ? new Map<string, TimerHistoryWrite>() : undefined;
+  const history: HistoryWrite[] = [];
+  const keepHistory = (rules.historyEntries ?? 0) > 0;
   for (let i = 0; i < commands.length; i++) {
     const command = commands[i]!;
     if (isStale(command, rules)) {
@@ -144,10 +146,12 @@ export function decideCommandBatch(commands: readonly TimerCommand[], rules: Dec
       decision = withinPendingQuota(decision, before, maxPending);
       pending.set(tenantId, before + scheduledDelta(decision));
     }
-    if (histories !== undefined && (decision.next ?? timer) !== undefined) {
-      const before = histories.get(key)?.history ?? timer?.history;
-      const entry = historyEntry(command, timer, decision, prefixCancelTs, rules.commandNotes?.[i], nowMs);
-      histories.set(key, { tenantId, serviceCallId, history: appendHistory(before, entry, keep) });
+    if (keepHistory && (decision.next ?? timer) !== undefined) {
+      history.push({
+        tenantId,
+        serviceCallId,
+        entry: historyEntry(command, timer, decision, prefixCancelTs, rules.commandNotes?.[i], nowMs),
+      });
     }
     if (decision.next !== undefined) {
       current.set(key, decision.next);
@@ -155,11 +159,7 @@ export function decideCommandBatch(commands: readonly TimerCommand[], rules: Dec
     } else if (!current.has(key)) current.set(key, timer);
     decisions[i] = decision;
   }
-  if (histories === undefined || histories.size === 0) return { decisions, changed: [...changed.values()], cancels, histories: [] };
-  const historyOnly: TimerHistoryWrite[] = [];
-  for (const [key, write] of histories) if (!changed.has(key)) historyOnly.push(write);
-  const withHistory = [...changed].map(([key, timer]) => ({ ...timer, history: histories.get(key)?.history ?? timer.history ?? null }));
-  return { decisions, changed: withHistory, cancels, histories: historyOnly };
+  return { decisions, changed: [...changed.values()], cancels, history };
 }
 
 /** The history entry of a command that reached a timer (CONTRACT §19). */
@@ -188,6 +188,8 @@ export interface SweepStep {
   readonly done: boolean;
   /** Where the next step starts (after this key); null once the sweep is done. */
   readonly progressKey: string | null;
+  /** An entry for each timer it cancelled, with `historyEntries` (CONTRACT §19). */
+  readonly history: HistoryWrite[];
 }
 
 /**
@@ -196,6 +198,7 @@ export interface SweepStep {
  * With `historyEntries`, each timer it cancels gains an entry (CONTRACT §19).
  */
 export function decideSweepStep(batch: readonly Timer[], commandTs: number, limit: number, nowMs: number, historyEntries = 0): SweepStep {
+  const history: HistoryWrite[] = [];
   const decisions = batch.map((timer) => {
     const cancel: CancelTimerCommand = {
       kind: "cancel",
@@ -205,12 +208,13 @@ export function decideSweepStep(batch: readonly Timer[], commandTs: number, limi
       timestampMs: commandTs,
     };
     const decision = decideCommand(timer, cancel, nowMs);
-    if (historyEntries === 0 || decision.outcome !== "accepted" || decision.next === undefined) return decision;
-    const history = appendHistory(timer.history, prefixCancelEntry(nowMs, commandTs), historyEntries);
-    return { ...decision, next: { ...decision.next, history } };
+    if (historyEntries > 0 && decision.outcome === "accepted" && decision.next !== undefined) {
+      history.push({ tenantId: timer.tenantId, serviceCallId: timer.serviceCallId, entry: prefixCancelEntry(nowMs, commandTs) });
+    }
+    return decision;
   });
   const done = batch.length < limit;
-  return { decisions, done, progressKey: done ? null : batch[batch.length - 1]!.serviceCallId };
+  return { decisions, done, progressKey: done ? null : batch[batch.length - 1]!.serviceCallId, history };
 }
 
 /**

@@ -3,9 +3,9 @@ import type { KeyCommand } from "./timer-command.js";
 import { isRetryable } from "./retry-timer-rules.js";
 
 /**
- * A timer's own history (CONTRACT §19): its last entries, oldest first, stored as the text of a JSON
- * array on the timer's row. Entries are built as text and appended as text, so keeping them costs
- * a few string operations per command, not a parse of what is stored.
+ * A timer's own history (CONTRACT §19): its last entries, oldest first. Each entry is built as JSON
+ * text and stored as one row of its own beside the timer's (the SQL stores' `timer_history`), so
+ * appending one never reads or rewrites the entries before it.
  */
 
 /** What became of a command that reached the timer. */
@@ -164,6 +164,11 @@ export function appendHistory(stored: string | null | undefined, entry: string, 
   let start = -1;
   for (let found = 0; found <= drop; found++) start = stored.indexOf(ENTRY_START, start + 1);
   return `[${stored.slice(start, -1)},${entry}]`;
+}
+
+/** A history's text (a JSON array) as the JSON text of each entry, oldest first; none when there is none. */
+export function historyEntryTexts(stored: string | null | undefined): string[] {
+  return parseHistory(stored).map((entry) => JSON.stringify(entry));
 }
 
 /** The stored history as entries, oldest first; none when there is none. */

@@ -76,7 +76,11 @@ export interface Timer extends TimerKey, TraceMembers {
    * in hand, or, while `reachedAtMs` is null (no publish in hand, a failure was counted), its retry.
    */
   readonly deadlineAtMs?: number | null;
-  /** Its last entries (CONTRACT §19) as the text of a JSON array, oldest first (timer-history.ts); null or absent: none. */
+  /**
+   * Its last entries (CONTRACT §19) as the text of a JSON array, oldest first (timer-history.ts); null
+   * or absent: none. Stored apart from the timer's row: present only where a timer is read or
+   * written with its history (an export or import with history, the memory store).
+   */
   readonly history?: string | null;
 }
 

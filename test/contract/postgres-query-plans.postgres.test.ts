@@ -2,6 +2,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPostgresTimerStore, type PostgresTimerStore } from "../../src/adapters/postgres/postgres-timer-store.js";
 import * as q from "../../src/adapters/postgres/timer-schedules.sql.js";
+import { APPEND_HISTORY, DELETE_HISTORIES } from "../../src/adapters/postgres/postgres-timer-history.js";
 import type { DecideRules } from "../../src/app/command-batch.js";
 import type { KeyCommand } from "../../src/domain/timer-command.js";
 import { dropSchema, TEST_DATABASE_URL, uniqueSchema } from "../support/test-postgres.js";
@@ -54,7 +55,14 @@ beforeAll(async () => {
      SELECT 'acme', 'old-' || g, 'Reached', ${past}, 1, ${past}, ${past}, ${past} FROM generate_series(1, ${TIMERS + 1_000}) g`,
   );
   await pool.query("ANALYZE timer_schedules");
+  // The histories likewise: analyzed while empty, then three entries per timer.
+  await pool.query("ALTER TABLE timer_history SET (autovacuum_enabled = false)");
+  await pool.query("ANALYZE timer_history");
   for (let i = 0; i < commands.length; i += 5_000) await store.applyCommands(commands.slice(i, i + 5_000), decide);
+  await pool.query(
+    `INSERT INTO timer_history (tenant_id, service_call_id, seq, entry)
+     SELECT tenant_id, service_call_id, s, '{"at":"x"}' FROM timer_schedules, generate_series(1, 3) s`,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -109,8 +117,6 @@ describe("Postgres plans with statistics older than a bulk insert", () => {
       new Array(n).fill(null),
       new Array(n).fill(null),
       new Array(n).fill(null),
-      new Array(n).fill(null), // no history entry
-      keys.map(() => 0),
     ];
 
     const record = await plans(q.RECORD_FIRINGS, firings);
@@ -127,8 +133,6 @@ describe("Postgres plans with statistics older than a bulk insert", () => {
       keys.map(() => NOW + 60_000),
       keys.map(() => "timeout"),
       keys.map(() => NOW),
-      new Array(n).fill(null), // no history entry
-      keys.map(() => 0),
     ]);
 
     const release = await plans(q.RELEASE_CLAIMS, ["owner-a", keys.map(() => "acme"), keys]);
@@ -137,6 +141,20 @@ describe("Postgres plans with statistics older than a bulk insert", () => {
       const joins = planNodes(batchPlan).filter((node) => node["Node Type"].endsWith("Join") || node["Node Type"] === "Nested Loop");
       expect(joins.map((node) => node["Node Type"]).filter((type) => type !== "Nested Loop")).toEqual([]);
       expect(scansOfTimers(batchPlan).filter((scan) => !scan.endsWith("_pk"))).toEqual([]);
+    }
+  });
+
+  it("when a batch's history entries are appended or a batch's histories deleted, then each timer's entries are found by primary key", async () => {
+    const tenants = keys.map(() => "acme");
+    const append = await plans(APPEND_HISTORY, [tenants, keys, keys.map(() => '{"at":"y"}'), 3]);
+    const remove = await plans(DELETE_HISTORIES, [tenants, keys]);
+
+    for (const plan of [...append, ...remove]) {
+      const scans = planNodes(plan)
+        .filter((node) => node["Relation Name"] === "timer_history" && node["Node Type"].endsWith("Scan"))
+        .map((node) => [node["Node Type"], node["Index Name"]].filter(Boolean).join(" "));
+      expect(scans.length).toBeGreaterThan(0);
+      expect(scans.filter((scan) => !scan.endsWith("_pk"))).toEqual([]);
     }
   });
 });

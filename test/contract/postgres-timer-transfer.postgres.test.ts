@@ -38,7 +38,7 @@ describeTimerTransferContract("PostgresTimerTransfer", async () => {
 /** Everything one export holds, imported in one batch. */
 async function copy(from: TimerTransfer, to: TimerTransfer): Promise<void> {
   const records: TransferRecord[] = [];
-  for await (const record of from.exportRecords({})) records.push(record);
+  for await (const record of from.exportRecords({ history: true })) records.push(record);
   await to.importBatch(records);
 }
 
@@ -55,13 +55,13 @@ describe("moving between SQLite and Postgres", () => {
       await copy(source, postgres);
       await copy(postgres, back);
       const expected = exportLines(records);
-      expect(await exportedLines(source.exportRecords({}))).toEqual(expected);
-      expect(await exportedLines(postgres.exportRecords({}))).toEqual(expected);
-      expect(await exportedLines(back.exportRecords({}))).toEqual(expected);
+      expect(await exportedLines(source.exportRecords({ history: true }))).toEqual(expected);
+      expect(await exportedLines(postgres.exportRecords({ history: true }))).toEqual(expected);
+      expect(await exportedLines(back.exportRecords({ history: true }))).toEqual(expected);
       const timers = records.filter((r) => r.kind === "timer").length;
       for (const target of [postgres, back]) {
         const again: TransferRecord[] = [];
-        for await (const record of source.exportRecords({})) again.push(record);
+        for await (const record of source.exportRecords({ history: true })) again.push(record);
         expect(await target.importBatch(again)).toEqual({
           created: 0,
           replaced: 0,

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { SQLITE_CLAIM_SQL, dueCandidatesJson } from "../../src/adapters/sqlite/sqlite-timer-statements.js";
 import { SQLITE_QUERY_SQL } from "../../src/adapters/sqlite/sqlite-timer-queries.js";
 import { SQLITE_RETENTION_SQL } from "../../src/adapters/sqlite/sqlite-timer-retention.js";
+import { SQLITE_HISTORY_SQL } from "../../src/adapters/sqlite/sqlite-timer-history.js";
 import { describeTimerQueriesContract } from "./timer-queries.contract.js";
 import { describePrefixCancelRetentionContract, describeTimerRetentionContract } from "./timer-retention.contract.js";
 import { sqliteHarness } from "./query-harnesses.js";
@@ -68,6 +69,20 @@ describe("SQLite query plans", () => {
         .map((r) => r.detail)
         .join(" | ");
       expect(retention).toContain("INDEX timer_schedules_final_updated_idx (updated_at<?)");
+      // A timer's history (CONTRACT §19): read, trimmed and deleted through its key's index, never scanned.
+      const historyPlans = [
+        ["getWithHistory", SQLITE_QUERY_SQL.getWithHistory, params],
+        ["trim", SQLITE_HISTORY_SQL.trim, ["acme", "a", 20]],
+        ["dropAll", SQLITE_HISTORY_SQL.dropAll, ["acme", "a"]],
+      ] as const;
+      for (const [name, sql, values] of historyPlans) {
+        const steps = (harness.database.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(values) as { detail: string }[]).map((r) => r.detail);
+        expect(steps.join(" | "), name).toContain("INDEX timer_history_key_idx (tenant_id=? AND service_call_id=?)");
+        expect(
+          steps.filter((step) => /^SCAN/.test(step)),
+          `${name}: ${steps.join(" | ")}`,
+        ).toEqual([]);
+      }
     } finally {
       await harness.cleanup();
     }

@@ -266,6 +266,38 @@ describe("SqliteTimerStore database file", () => {
     ).toMatch(/WITHOUT ROWID$/);
   });
 
+  it("when a file whose timers kept their history on the row is opened, then each entry moves to timer_history in order and the column goes", async () => {
+    const path = join(folder, "timer.db");
+    const db = migrateBefore(path, "0015_timer_history_log");
+    const entries = [
+      { at: "2026-12-01T00:00:00.000Z", kind: "command", type: "ScheduleTimer", timestampMs: 7, outcome: "applied" },
+      {
+        at: "2026-12-01T00:00:01.000Z",
+        kind: "command",
+        type: "CancelTimer",
+        timestampMs: 6,
+        outcome: "ignored",
+        reason: 'a "quoted" reason',
+      },
+    ];
+    const insert = db.prepare(
+      "INSERT INTO timer_schedules (tenant_id, service_call_id, state, due_at, data, correlation_id, command_ts, registered_at, reached_at, updated_at, history) VALUES ('acme', ?, 'Scheduled', 5, NULL, NULL, 7, 1, NULL, 1, ?)",
+    );
+    insert.run("with-history", JSON.stringify(entries));
+    insert.run("without-history", null);
+    db.close();
+
+    const store = await open(path);
+
+    const queries = inspect(path, (db) => ({
+      rows: db.prepare("SELECT service_call_id AS serviceCallId, entry FROM timer_history ORDER BY id").all(),
+      columns: (db.prepare("SELECT name FROM pragma_table_info('timer_schedules')").all() as { name: string }[]).map((c) => c.name),
+    }));
+    expect(queries.rows).toEqual(entries.map((entry) => ({ serviceCallId: "with-history", entry: JSON.stringify(entry) })));
+    expect(queries.columns).not.toContain("history");
+    expect(await store.get({ tenantId: "acme", serviceCallId: "without-history" })).toMatchObject({ state: "Scheduled" });
+  });
+
   it("when migrationsFolder is given, then the migrations are read from there", async () => {
     const path = join(folder, "timer.db");
 

@@ -21,6 +21,11 @@ const T0 = Date.parse("2026-11-28T12:00:00.000Z");
 
 const timerRecords = (records: readonly TransferRecord[]) => records.filter((r) => r.kind === "timer");
 
+/** A timer as the store's `get` reads it: the history is read apart (`get` with `history: true`). */
+function withoutHistory({ history: _history, ...timer }: Timer): Timer {
+  return timer;
+}
+
 /** CONTRACT §18 export and import, run against every TimerTransfer adapter. */
 export function describeTimerTransferContract(name: string, open: () => Promise<TransferHarness>): void {
   describe(`${name} (timer transfer contract)`, () => {
@@ -41,13 +46,30 @@ export function describeTimerTransferContract(name: string, open: () => Promise<
         kept: 0,
         prefixCancels: { created: 1, replaced: 0, kept: 0 },
       });
-      expect(await exportedLines(harness.transfer.exportRecords({}))).toEqual(exportLines(records));
+      expect(await exportedLines(harness.transfer.exportRecords({ history: true }))).toEqual(exportLines(records));
+    });
+
+    it("when an export is not asked for histories, then no timer carries one; a replacing import replaces the stored history", async () => {
+      const records = fixtureRecords(T0);
+      await harness.transfer.importBatch(records);
+      const withHistory = timerRecords(records).filter((r) => r.kind === "timer" && r.timer.history != null);
+      expect(withHistory.length).toBeGreaterThan(0);
+      for await (const record of harness.transfer.exportRecords({})) {
+        if (record.kind === "timer") expect(record.timer.history ?? null, record.timer.serviceCallId).toBeNull();
+      }
+      const stored = withHistory[0]!.kind === "timer" ? withHistory[0]!.timer : undefined;
+      const newer: Timer = withoutHistory({ ...stored!, commandTs: stored!.commandTs + 1 });
+      expect(await harness.transfer.importBatch([{ kind: "timer", timer: newer }])).toMatchObject({ replaced: 1 });
+      const exported: TransferRecord[] = [];
+      for await (const record of harness.transfer.exportRecords({ tenantId: newer.tenantId, history: true })) exported.push(record);
+      const after = exported.find((r) => r.kind === "timer" && r.timer.serviceCallId === newer.serviceCallId);
+      expect(after?.kind === "timer" ? (after.timer.history ?? null) : "missing").toBeNull();
     });
 
     it("when timers are imported, then the store reads each back exactly as it was", async () => {
       const { timers } = timersInEveryState(T0);
       await harness.transfer.importBatch(fixtureRecords(T0));
-      for (const timer of timers) expect(await (await harness.openStore()).get(timer), timer.serviceCallId).toEqual(timer);
+      for (const timer of timers) expect(await (await harness.openStore()).get(timer), timer.serviceCallId).toEqual(withoutHistory(timer));
     });
 
     it("when the same file is imported twice, then the second import keeps everything and changes nothing", async () => {
@@ -60,7 +82,7 @@ export function describeTimerTransferContract(name: string, open: () => Promise<
         kept: timerRecords(records).length,
         prefixCancels: { created: 0, replaced: 0, kept: 1 },
       });
-      expect(await exportedLines(harness.transfer.exportRecords({}))).toEqual(exportLines(records));
+      expect(await exportedLines(harness.transfer.exportRecords({ history: true }))).toEqual(exportLines(records));
     });
 
     it("when a line's commandTs is newer than the stored timer's, then it replaces it; equal or older ones are kept (§3.2)", async () => {
@@ -71,10 +93,10 @@ export function describeTimerTransferContract(name: string, open: () => Promise<
       const equal: Timer = { ...stored, dueAtMs: T0 + 98 };
       expect(await harness.transfer.importBatch([{ kind: "timer", timer: older }])).toMatchObject({ kept: 1 });
       expect(await harness.transfer.importBatch([{ kind: "timer", timer: equal }])).toMatchObject({ kept: 1 });
-      expect(await (await harness.openStore()).get(stored)).toEqual(stored);
+      expect(await (await harness.openStore()).get(stored)).toEqual(withoutHistory(stored));
       const newer: Timer = { ...stored, commandTs: stored.commandTs + 1, state: "Reached", reachedAtMs: T0 };
       expect(await harness.transfer.importBatch([{ kind: "timer", timer: newer }])).toMatchObject({ created: 0, replaced: 1, kept: 0 });
-      expect(await (await harness.openStore()).get(stored)).toEqual(newer);
+      expect(await (await harness.openStore()).get(stored)).toEqual(withoutHistory(newer));
     });
 
     it("when timers are imported, then the store's counts and due tenants follow: each Scheduled timer is counted and claimed when due", async () => {
@@ -123,15 +145,15 @@ export function describeTimerTransferContract(name: string, open: () => Promise<
         prefixCancel: { tenantId: "globex", serviceCallIdPrefix: "order-4711:", commandTs: T0, recordedAtMs: T0 + 1 },
       };
       expect((await harness.transfer.importBatch([newer])).prefixCancels).toEqual({ created: 0, replaced: 1, kept: 0 });
-      expect((await exportedLines(harness.transfer.exportRecords({}))).at(-1)).toBe(exportLines([newer])[0]);
+      expect((await exportedLines(harness.transfer.exportRecords({ history: true }))).at(-1)).toBe(exportLines([newer])[0]);
     });
 
     it("when the export names a tenant, then it holds that tenant's timers and prefix cancels only", async () => {
       const records = fixtureRecords(T0);
       await harness.transfer.importBatch(records);
       const globex = records.filter((r) => (r.kind === "timer" ? r.timer.tenantId : r.prefixCancel.tenantId) === "globex");
-      expect(await exportedLines(harness.transfer.exportRecords({ tenantId: "globex" }))).toEqual(exportLines(globex));
-      expect(await exportedLines(harness.transfer.exportRecords({ tenantId: "nobody" }))).toEqual([]);
+      expect(await exportedLines(harness.transfer.exportRecords({ tenantId: "globex", history: true }))).toEqual(exportLines(globex));
+      expect(await exportedLines(harness.transfer.exportRecords({ tenantId: "nobody", history: true }))).toEqual([]);
     });
 
     it("when the store is written during an export, then the export still reads the snapshot it started on", async () => {
@@ -142,7 +164,7 @@ export function describeTimerTransferContract(name: string, open: () => Promise<
         const lines: string[] = [];
         for await (const line of (async function* (exported) {
           yield* exported;
-        })(harness.transfer.exportRecords({}))) {
+        })(harness.transfer.exportRecords({ history: true }))) {
           if (lines.length === 1) {
             const late: Timer = { ...timersInEveryState(T0).timers[0]!, tenantId: "zz-late", serviceCallId: "written-during-export" };
             await writer.importBatch([
@@ -156,7 +178,7 @@ export function describeTimerTransferContract(name: string, open: () => Promise<
       } finally {
         await writer.close();
       }
-      expect(await exportedLines(harness.transfer.exportRecords({ tenantId: "zz-late" }))).toHaveLength(1);
+      expect(await exportedLines(harness.transfer.exportRecords({ tenantId: "zz-late", history: true }))).toHaveLength(1);
     });
   });
 }

@@ -14,6 +14,7 @@ import {
   firingOverriddenByPrefixCancel,
   quotaTenants,
   type DecideRules,
+  type HistoryWrite,
 } from "../../app/command-batch.js";
 
 /** A recorded prefix cancel; `progressKey` null once its sweep has finished. */
@@ -46,11 +47,8 @@ export class MemoryTimerStore implements TimerStore {
       stored: (key) => timers.get(timerKeyString(key)),
       ...(tenants.length === 0 ? {} : { scheduledCounts: this.#countScheduledOf(tenants) }),
     });
-    for (const timer of batch.changed) timers.set(timerKeyString(timer), { ...timer });
-    for (const { history, ...key } of batch.histories) {
-      const stored = timers.get(timerKeyString(key));
-      if (stored !== undefined) timers.set(timerKeyString(key), { ...stored, history });
-    }
+    for (const timer of batch.changed) this.#put(timer);
+    this.#appendHistory(batch.history, rules.historyEntries ?? 0);
     for (const cancel of batch.cancels) {
       this.#prefixCancels.set(prefixKey(cancel.tenantId, cancel.serviceCallIdPrefix), { ...cancel, progressKey: "" });
       this.#prefixIndex.add(cancel);
@@ -205,9 +203,27 @@ export class MemoryTimerStore implements TimerStore {
       .sort((a, b) => compareCodePoints(a.serviceCallId, b.serviceCallId))
       .slice(0, limit);
     const step = decideSweepStep(batch, commandTs, limit, nowMs, historyEntries);
-    for (const decision of step.decisions) if (decision.next !== undefined) timers.set(timerKeyString(decision.next), { ...decision.next });
+    for (const decision of step.decisions) if (decision.next !== undefined) this.#put(decision.next);
+    this.#appendHistory(step.history, historyEntries);
     this.#prefixCancels.set(pk, { ...record, progressKey: step.progressKey });
     return { decisions: step.decisions, done: step.done };
+  }
+
+  /** Stores `timer`, keeping the history stored with its key (kept apart from the row in the SQL stores). */
+  #put(timer: Timer): void {
+    const timers = this.#open();
+    const key = timerKeyString(timer);
+    const history = timers.get(key)?.history;
+    timers.set(key, history == null ? { ...timer } : { ...timer, history });
+  }
+
+  /** Appends each entry to its timer's history, keeping the last `keep` (the domain's rule). */
+  #appendHistory(entries: readonly HistoryWrite[], keep: number): void {
+    const timers = this.#open();
+    for (const { entry, ...key } of entries) {
+      const stored = timers.get(timerKeyString(key));
+      if (stored !== undefined) timers.set(timerKeyString(key), { ...stored, history: appendHistory(stored.history, entry, keep) });
+    }
   }
 
   async releaseClaims(owner: string, timers?: readonly TimerKey[]): Promise<void> {

@@ -16,7 +16,7 @@ export class MemoryTimerTransfer implements TimerTransfer {
 
   constructor(private readonly options: { readonly failOnBatch?: number } = {}) {}
 
-  async *exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord> {
+  async *exportRecords(options: { readonly tenantId?: string; readonly history?: boolean }): AsyncIterable<TransferRecord> {
     // A copy first: the snapshot does not change while the reader goes through it.
     const timers = [...this.timers.values()].filter((t) => options.tenantId === undefined || t.tenantId === options.tenantId);
     const cancels = [...this.prefixCancels.values()].filter((c) => options.tenantId === undefined || c.tenantId === options.tenantId);

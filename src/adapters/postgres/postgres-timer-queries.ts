@@ -15,6 +15,7 @@ import {
   type TimerRecord,
 } from "../../app/queries/timer-queries.js";
 import type { TimerKey } from "../../domain/timer.js";
+import { HISTORY_COLUMN } from "./postgres-timer-history.js";
 
 type Row = Record<string, unknown>;
 
@@ -84,6 +85,7 @@ export const POSTGRES_QUERY_SQL = {
   scanChangedByState: scanChanged("state"),
   scanChangedByCreatedBy: scanChanged("createdBy"),
   get: "SELECT * FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = $2",
+  getWithHistory: `SELECT t.*, ${HISTORY_COLUMN} FROM timer_schedules t WHERE tenant_id = $1 AND service_call_id = $2`,
   fetch: "SELECT * FROM timer_schedules WHERE tenant_id = $1 AND service_call_id = ANY($2::text[])",
   scanOneState: scanBranch("Scheduled"),
   scanAllStates: `SELECT * FROM (${TIMER_STATES.map(scanBranch).join(" UNION ALL ")}) s ORDER BY "dueAtMs", "serviceCallId" LIMIT $5`,
@@ -112,14 +114,15 @@ export class PostgresTimerQueries implements TimerQueries {
   constructor(private readonly pool: pg.Pool) {}
 
   async get(key: TimerKey, options?: { readonly history?: boolean }): Promise<TimerRecord | undefined> {
+    const history = options?.history === true;
     const { rows } = await this.pool.query<Row>({
-      name: "timer-query-get",
-      text: POSTGRES_QUERY_SQL.get,
+      name: history ? "timer-query-get-with-history" : "timer-query-get",
+      text: history ? POSTGRES_QUERY_SQL.getWithHistory : POSTGRES_QUERY_SQL.get,
       values: [key.tenantId, key.serviceCallId],
     });
     const row = rows[0];
     if (row === undefined) return undefined;
-    return options?.history === true ? { ...recordOf(row), history: str(row.history) } : recordOf(row);
+    return history ? { ...recordOf(row), history: str(row.history) } : recordOf(row);
   }
 
   async list(query: TimerListQuery): Promise<TimerPage> {

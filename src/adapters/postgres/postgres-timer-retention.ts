@@ -1,6 +1,9 @@
 import type pg from "pg";
 import type { TimerRetention } from "../../app/retention/timer-retention.js";
 import { FINAL_STATES } from "../../domain/retention.js";
+import type { TimerKey } from "../../domain/timer.js";
+import { checkOut } from "./postgres-pool.js";
+import { deleteHistories } from "./postgres-timer-history.js";
 
 const FINAL = `state IN (${FINAL_STATES.map((s) => `'${s}'`).join(", ")})`;
 
@@ -8,7 +11,8 @@ export const POSTGRES_RETENTION_SQL = {
   /**
    * $1 cutoff, $2 limit. The outer WHERE repeats the condition: a row that a command re-armed
    * after the inner SELECT read it is re-checked (EvalPlanQual) and kept. SKIP LOCKED leaves rows
-   * that a command batch holds to a later sweep instead of waiting for it.
+   * that a command batch holds to a later sweep instead of waiting for it. Returns the keys, whose
+   * histories go next.
    */
   deleteFinalTimers: `
     DELETE FROM timer_schedules t
@@ -18,7 +22,8 @@ export const POSTGRES_RETENTION_SQL = {
       ORDER BY updated_at LIMIT $2
       FOR UPDATE SKIP LOCKED
     ) d
-    WHERE t.tenant_id = d.tenant_id AND t.service_call_id = d.service_call_id AND t.${FINAL} AND t.updated_at < $1`,
+    WHERE t.tenant_id = d.tenant_id AND t.service_call_id = d.service_call_id AND t.${FINAL} AND t.updated_at < $1
+    RETURNING t.tenant_id AS "tenantId", t.service_call_id AS "serviceCallId"`,
   deletePrefixCancels: `
     DELETE FROM timer_prefix_cancels t
     USING (
@@ -39,13 +44,31 @@ export class PostgresTimerRetention implements TimerRetention {
 
   constructor(private readonly pool: pg.Pool) {}
 
+  /**
+   * The timers, then their histories, in one transaction. Two statements: the second's snapshot,
+   * taken after the first holds the deleted rows, sees an entry a command appended to one of them
+   * and committed while the first ran (a command on a final timer locks its row and changes nothing).
+   */
   async deleteFinalTimers(cutoffMs: number, limit: number): Promise<number> {
-    const { rowCount } = await this.pool.query({
-      name: "timer-retention-timers",
-      text: POSTGRES_RETENTION_SQL.deleteFinalTimers,
-      values: [cutoffMs, limit],
-    });
-    return rowCount ?? 0;
+    const { client, release } = await checkOut(this.pool);
+    let failed = false;
+    try {
+      await client.query("BEGIN");
+      const { rows } = await client.query<TimerKey>({
+        name: "timer-retention-timers",
+        text: POSTGRES_RETENTION_SQL.deleteFinalTimers,
+        values: [cutoffMs, limit],
+      });
+      await deleteHistories(client, rows);
+      await client.query("COMMIT");
+      return rows.length;
+    } catch (error) {
+      failed = true;
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    } finally {
+      release(failed);
+    }
   }
 
   /** 0 while the schema has no prefix-cancel table (CONTRACT §10) yet. */

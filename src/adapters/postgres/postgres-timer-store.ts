@@ -10,6 +10,7 @@ import type {
   TimerStore,
 } from "../../app/timer-store.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
+import type { HistoryAppend } from "../../domain/timer-history.js";
 import { deliveryOf, withTracking } from "../delivery-columns.js";
 import { PrefixCancelIndex, prefixUpperBound, type PrefixCancel } from "../../domain/prefix-cancel.js";
 import { parseRecurrence } from "../../domain/recurrence.js";
@@ -28,6 +29,7 @@ import { isConnectionFault } from "./connection-fault.js";
 import { withDeadline } from "../storage/storage-deadline.js";
 import { StorageProbe } from "../storage/storage-probe.js";
 import { checkWritable } from "./postgres-write-probe.js";
+import { appendHistory, appendRecorded } from "./postgres-timer-history.js";
 import type { Clock } from "../../app/clock.js";
 import { systemClock } from "../clock/system-clock.js";
 import { commandKeys, decideCommandBatch, decideSweepStep, quotaTenants, type DecideRules } from "../../app/command-batch.js";
@@ -103,9 +105,8 @@ interface FiringRow extends TimerKey {
   readonly attempt: number | null;
   readonly firedAtMs: number | null;
   readonly deadlineAtMs: number | null;
-  /** The history entry to append (CONTRACT §19), and how many entries to keep. */
-  readonly historyEntry: string | null;
-  readonly historyKeep: number;
+  /** The entry its history gains (CONTRACT §19); absent: none. */
+  readonly history: HistoryAppend | undefined;
 }
 
 /**
@@ -211,14 +212,8 @@ export class PostgresTimerStore implements TimerStore {
       await this.#upsert(client, [...batch.changed].sort(compareTimerKeys), existed);
       await lowerDueTenants(client, batch.changed);
     }
-    if (batch.histories.length > 0) {
-      const histories = [...batch.histories].sort(compareTimerKeys);
-      await client.query({
-        name: "timer-update-histories",
-        text: q.UPDATE_HISTORIES,
-        values: [histories.map((h) => h.tenantId), histories.map((h) => h.serviceCallId), histories.map((h) => h.history)],
-      });
-    }
+    // After the upsert: a new timer's row, whose insert holds its key, exists before its first entry.
+    await appendHistory(client, batch.history, rules.historyEntries ?? 0);
     if (batch.cancels.length > 0) {
       // One row per prefix: the batch's last (newest) cancel of it.
       const recorded = [...new Map(batch.cancels.map((c) => [`${c.tenantId}\u0000${c.serviceCallIdPrefix}`, c])).values()];
@@ -322,8 +317,7 @@ export class PostgresTimerStore implements TimerStore {
         attempt: next.tracking?.attempt ?? null,
         firedAtMs: next.tracking?.firedAtMs ?? null,
         deadlineAtMs: next.tracking?.deadlineAtMs ?? null,
-        historyEntry: history?.entry ?? null,
-        historyKeep: history?.keep ?? 0,
+        history,
       })),
       owner,
     );
@@ -350,28 +344,25 @@ export class PostgresTimerStore implements TimerStore {
     if (records.length === 0) return [];
     const sorted = [...records].sort(compareTimerKeys);
     const column = <T>(pick: (record: DeadlineRecord) => T): T[] => sorted.map(pick);
-    const { rows } = await this.#write(() =>
-      withRetry(() =>
-        this.#pool.query<TimerKey>({
-          name: "timer-record-deadlines",
-          text: q.RECORD_DEADLINES,
-          values: [
-            owner,
-            column((r) => r.tenantId),
-            column((r) => r.serviceCallId),
-            column((r) => r.attempt),
-            column((r) => r.deadlineAtMs),
-            column((r) => r.next.state),
-            column((r) => r.next.attempt),
-            column((r) => r.next.reachedAtMs),
-            column((r) => r.next.deadlineAtMs),
-            column((r) => r.next.lastReason),
-            column((r) => r.next.updatedAtMs),
-            column((r) => r.history?.entry ?? null),
-            column((r) => r.history?.keep ?? 0),
-          ],
-        }),
-      ),
+    const rows = await this.#recordUpdate(
+      {
+        name: "timer-record-deadlines",
+        text: q.RECORD_DEADLINES,
+        values: [
+          owner,
+          column((r) => r.tenantId),
+          column((r) => r.serviceCallId),
+          column((r) => r.attempt),
+          column((r) => r.deadlineAtMs),
+          column((r) => r.next.state),
+          column((r) => r.next.attempt),
+          column((r) => r.next.reachedAtMs),
+          column((r) => r.next.deadlineAtMs),
+          column((r) => r.next.lastReason),
+          column((r) => r.next.updatedAtMs),
+        ],
+      },
+      sorted,
     );
     const recorded = new Set(rows.map(timerKeyString));
     return records.filter((r) => recorded.has(timerKeyString(r))).map(({ tenantId, serviceCallId }) => ({ tenantId, serviceCallId }));
@@ -388,31 +379,28 @@ export class PostgresTimerStore implements TimerStore {
     if (firings.length === 0) return [];
     const sorted = [...firings].sort(compareTimerKeys);
     const column = <T>(pick: (firing: FiringRow) => T): T[] => sorted.map(pick);
-    const { rows } = await this.#write(() =>
-      withRetry(() =>
-        this.#pool.query<TimerKey>({
-          name: "timer-record-firings",
-          text: q.RECORD_FIRINGS,
-          values: [
-            owner,
-            column((f) => f.tenantId),
-            column((f) => f.serviceCallId),
-            column((f) => f.dueAtMs),
-            column((f) => f.generation),
-            column((f) => f.state),
-            column((f) => f.nextDueAtMs),
-            column((f) => f.occurrence),
-            column((f) => f.reachedAtMs),
-            column((f) => f.commandTs),
-            column((f) => f.updatedAtMs),
-            column((f) => f.attempt),
-            column((f) => f.firedAtMs),
-            column((f) => f.deadlineAtMs),
-            column((f) => f.historyEntry),
-            column((f) => f.historyKeep),
-          ],
-        }),
-      ),
+    const rows = await this.#recordUpdate(
+      {
+        name: "timer-record-firings",
+        text: q.RECORD_FIRINGS,
+        values: [
+          owner,
+          column((f) => f.tenantId),
+          column((f) => f.serviceCallId),
+          column((f) => f.dueAtMs),
+          column((f) => f.generation),
+          column((f) => f.state),
+          column((f) => f.nextDueAtMs),
+          column((f) => f.occurrence),
+          column((f) => f.reachedAtMs),
+          column((f) => f.commandTs),
+          column((f) => f.updatedAtMs),
+          column((f) => f.attempt),
+          column((f) => f.firedAtMs),
+          column((f) => f.deadlineAtMs),
+        ],
+      },
+      sorted,
     );
     // In the order asked for, once per key.
     const recorded = new Set(rows.map(timerKeyString));
@@ -422,6 +410,31 @@ export class PostgresTimerStore implements TimerStore {
       result.push({ tenantId, serviceCallId });
     }
     return result;
+  }
+
+  /**
+   * Runs a record statement (RECORD_FIRINGS, RECORD_DEADLINES: it returns the keys it updated), then
+   * appends the history entries of those keys. The append is a statement of its own, in the same
+   * transaction: its snapshot is taken once the update holds the rows' locks, so it sees an append
+   * another writer of the same timer committed while the update waited. Without entries, the update
+   * runs alone.
+   */
+  async #recordUpdate(
+    update: pg.QueryConfig,
+    records: readonly (TimerKey & { readonly history?: HistoryAppend | undefined })[],
+  ): Promise<TimerKey[]> {
+    if (!records.some((r) => r.history !== undefined)) {
+      return (await this.#write(() => withRetry(() => this.#pool.query<TimerKey>(update)))).rows;
+    }
+    return this.#write(() =>
+      withRetry(() =>
+        this.#transaction(async (client) => {
+          const { rows } = await client.query<TimerKey>(update);
+          await appendRecorded(client, records, new Set(rows.map(timerKeyString)));
+          return rows;
+        }),
+      ),
+    );
   }
 
   async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
@@ -462,6 +475,7 @@ export class PostgresTimerStore implements TimerStore {
           );
           const changed = step.decisions.flatMap((d) => (d.next === undefined ? [] : [d.next]));
           if (changed.length > 0) await this.#upsert(client, changed, new Set(changed.map(timerKeyString)));
+          await appendHistory(client, step.history, historyEntries);
           await client.query({
             name: "timer-update-prefix-progress",
             text: q.UPDATE_PREFIX_PROGRESS,

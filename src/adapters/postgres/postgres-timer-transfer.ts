@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { ImportCounts, TimerTransfer, TransferRecord } from "../../app/transfer/timer-transfer.js";
 import { comparePrefixCancelKeys, compareTimerKeys } from "../../domain/code-point-order.js";
+import { timerKeyString, type TimerKey } from "../../domain/timer.js";
 import { TIMER_COLUMN_NAMES, TIMER_COLUMNS, TIMER_VALUE_COLUMNS, timerSelectList } from "../storage/timer-columns.js";
 import { PREFIX_CANCEL_SELECT, timerFromRow, type TransferPrefixCancelRow, type TransferTimerRow } from "../storage/transfer-rows.js";
 import { checkOut, createPostgresPool } from "./postgres-pool.js";
@@ -8,6 +9,7 @@ import { ARRAY_TYPES, timerColumnArrays } from "./timer-schedules.sql.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { GrowthAnalyzer } from "./growth-analyzer.js";
 import { lowerDueTenants } from "./due-tenant-bounds.js";
+import { HISTORY_COLUMN, replaceHistories } from "./postgres-timer-history.js";
 
 export interface PostgresTimerTransferOptions {
   /** `postgres://user:pass@host:port/db`; never logged. */
@@ -26,8 +28,8 @@ const UNNEST = TIMER_COLUMNS.map(({ column }, i) => `$${i + 1}::${ARRAY_TYPES[co
 /**
  * Writes a batch (one row per key): new keys are inserted, a stored row is overwritten only when its
  * command_ts is older (§3.2), its claim dropped. `xmax = 0` tells an inserted row from an updated
- * one; a kept row returns nothing. One statement: the statement-level triggers of
- * timer_state_counts count the batch once.
+ * one; a kept row returns nothing (and keeps its history). One statement: the statement-level
+ * triggers of timer_state_counts count the batch once.
  */
 const IMPORT_TIMERS = `
   INSERT INTO timer_schedules AS t (${TIMER_COLUMN_NAMES})
@@ -35,7 +37,7 @@ const IMPORT_TIMERS = `
   ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET
     ${TIMER_VALUE_COLUMNS.map((c) => `${c} = excluded.${c}`).join(", ")}, claimed_by = NULL, claimed_until = NULL
   WHERE t.command_ts < excluded.command_ts
-  RETURNING (xmax = 0) AS created`;
+  RETURNING tenant_id AS "tenantId", service_call_id AS "serviceCallId", (xmax = 0) AS created`;
 
 /** The same for prefix cancels; a written one sweeps its prefix again from the start (progress_key ''). */
 const IMPORT_PREFIX_CANCELS = `
@@ -80,7 +82,7 @@ export class PostgresTimerTransfer implements TimerTransfer {
     this.#statistics = new GrowthAnalyzer(pool);
   }
 
-  async *exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord> {
+  async *exportRecords(options: { readonly tenantId?: string; readonly history?: boolean }): AsyncIterable<TransferRecord> {
     const { client, release } = await checkOut(this.pool);
     let failed = false;
     try {
@@ -89,8 +91,9 @@ export class PostgresTimerTransfer implements TimerTransfer {
       await client.query("SET LOCAL idle_in_transaction_session_timeout = 0");
       const where = options.tenantId === undefined ? "" : "WHERE tenant_id = $1";
       const values = options.tenantId === undefined ? [] : [options.tenantId];
+      const columns = `${timerSelectList({ quote: true })}${options.history === true ? `, ${HISTORY_COLUMN}` : ""}`;
       await client.query(
-        `DECLARE timers NO SCROLL CURSOR FOR SELECT ${timerSelectList({ quote: true })} FROM timer_schedules ${where} ORDER BY tenant_id, service_call_id`,
+        `DECLARE timers NO SCROLL CURSOR FOR SELECT ${columns} FROM timer_schedules t ${where} ORDER BY tenant_id, service_call_id`,
         values,
       );
       for (;;) {
@@ -125,7 +128,11 @@ export class PostgresTimerTransfer implements TimerTransfer {
     let failed = false;
     try {
       await client.query("BEGIN");
-      const written = timers.length === 0 ? [] : (await client.query<{ created: boolean }>(IMPORT_TIMERS, timerColumnArrays(timers))).rows;
+      const written = timers.length === 0 ? [] : (await client.query<WrittenTimer>(IMPORT_TIMERS, timerColumnArrays(timers))).rows;
+      // A written timer's history is the record's: the key's stored entries go, the record's come in.
+      const writtenKeys = new Set(written.map(timerKeyString));
+      const writtenTimers = timers.filter((timer) => writtenKeys.has(timerKeyString(timer)));
+      await replaceHistories(client, writtenTimers);
       await lowerDueTenants(client, timers);
       const writtenCancels =
         cancels.length === 0
@@ -155,6 +162,11 @@ export class PostgresTimerTransfer implements TimerTransfer {
     await this.#statistics.settle();
     await this.pool.end();
   }
+}
+
+/** A row IMPORT_TIMERS wrote. */
+interface WrittenTimer extends TimerKey {
+  readonly created: boolean;
 }
 
 function counts(written: readonly { created: boolean }[], total: number): { created: number; replaced: number; kept: number } {

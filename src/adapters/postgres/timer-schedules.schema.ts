@@ -64,8 +64,6 @@ export const timerSchedules = pgTable(
     traceState: text("trace_state"),
     /** The span the timer's spans and events hang under. */
     traceSpanId: text("trace_span_id"),
-    // The timer's last entries (CONTRACT §19), a JSON array oldest first; deleted with the row.
-    history: text("history"),
     /** The instance publishing the timer; its claim holds until `claimed_until`. */
     claimedBy: text("claimed_by"),
     claimedUntil: bigint("claimed_until", { mode: "number" }),
@@ -102,6 +100,24 @@ export const timerSchedules = pgTable(
       .on(t.deadlineAt, t.tenantId, t.serviceCallId)
       .where(sql`${t.state} = 'Fired'`),
   ],
+);
+
+/**
+ * A timer's history (CONTRACT §19): one row per entry, `seq` counting the timer's entries from 1.
+ * Appending inserts one short row and drops those fallen out of the last TIMER_HISTORY_ENTRIES, so a
+ * command never rewrites the entries before it (nor the timer's row). Keys are `COLLATE "C"` like
+ * the timer's, so a join of the two uses either primary key. Deleted with the timer by retention.
+ */
+export const timerHistory = pgTable(
+  "timer_history",
+  {
+    tenantId: codePointText("tenant_id").notNull(),
+    serviceCallId: codePointText("service_call_id").notNull(),
+    seq: bigint("seq", { mode: "number" }).notNull(),
+    /** One entry's JSON text (timer-history.ts). */
+    entry: text("entry").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.serviceCallId, t.seq] })],
 );
 
 /**

@@ -45,7 +45,6 @@ export const ARRAY_TYPES: Readonly<Record<string, string>> = {
   trace_flags: "integer[]",
   trace_state: "text[]",
   trace_span_id: "text[]",
-  history: "text[]",
 };
 
 /** The trace members of a timer (CONTRACT §13), as its events need them. */
@@ -92,24 +91,6 @@ export const UPSERT_DECISIONS = `
     RETURNING 1
   )
   SELECT (SELECT count(*) FROM updated) + (SELECT count(*) FROM inserted) AS written`;
-
-/**
- * Row `t`'s history with `i.history_entry` appended, keeping the last `i.history_keep` entries: the rule
- * of appendHistory (timer-history.ts), in text functions. Every entry starts `{"at":`, which occurs
- * only there (a quote inside a JSON string is escaped), so the entries are the parts between those.
- */
-const HISTORY_APPEND = `CASE WHEN i.history_entry IS NULL THEN t.history ELSE (
-    SELECT CASE WHEN cardinality(p) <= i.history_keep THEN a
-      ELSE '[{"at":' || array_to_string(p[cardinality(p) - i.history_keep + 1:], ',{"at":') END
-    FROM (SELECT a, string_to_array(a, ',{"at":') AS p
-      FROM (SELECT CASE WHEN t.history IS NULL OR length(t.history) <= 2 THEN '[' || i.history_entry || ']'
-        ELSE left(t.history, -1) || ',' || i.history_entry || ']' END AS a) AS appended) AS parts) END`;
-
-/** Stores the histories (CONTRACT §19) of rows the batch read and locked ($1 tenants, $2 serviceCallIds, $3 histories). */
-export const UPDATE_HISTORIES = `
-  UPDATE timer_schedules t SET history = i.history
-  FROM unnest($1::text[], $2::text[], $3::text[]) AS i(tenant_id, service_call_id, history)
-  WHERE t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id`;
 
 /**
  * The newest recorded prefix cancel matching row `c`'s key: a tenant has few prefix cancels (retention
@@ -267,11 +248,11 @@ export const RECORD_FIRINGS = `
   SET state = i.state, due_at = i.next_due_at, occurrence = i.occurrence,
     reached_at = i.reached_at, command_ts = GREATEST(t.command_ts, i.command_ts), updated_at = i.updated_at,
     attempt = COALESCE(i.attempt, t.attempt), fired_at = COALESCE(i.fired_at, t.fired_at), deadline_at = i.deadline_at,
-    claimed_by = NULL, claimed_until = NULL, history = ${HISTORY_APPEND}
+    claimed_by = NULL, claimed_until = NULL
   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::integer[], $6::text[], $7::bigint[], $8::bigint[],
-      $9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bigint[], $14::bigint[], $15::text[], $16::integer[])
+      $9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bigint[], $14::bigint[])
     AS i(tenant_id, service_call_id, due_at, generation, state, next_due_at, occurrence, reached_at, command_ts, updated_at,
-      attempt, fired_at, deadline_at, history_entry, history_keep), expected
+      attempt, fired_at, deadline_at), expected
   WHERE t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id
     AND t.state = expected.state AND t.due_at = i.due_at AND t.generation = i.generation
     AND (t.claimed_by IS NULL OR t.claimed_by = $1 OR t.claimed_until <= i.updated_at)
@@ -401,11 +382,10 @@ export const RECORD_DEADLINES = `
   ${expectingState("Fired")}
   UPDATE timer_schedules t
   SET state = i.state, attempt = i.next_attempt, reached_at = i.reached_at, deadline_at = i.next_deadline_at,
-    last_reason = i.last_reason, updated_at = i.updated_at, claimed_by = NULL, claimed_until = NULL, history = ${HISTORY_APPEND}
+    last_reason = i.last_reason, updated_at = i.updated_at, claimed_by = NULL, claimed_until = NULL
   FROM unnest($2::text[], $3::text[], $4::integer[], $5::bigint[], $6::text[], $7::integer[], $8::bigint[],
-      $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::integer[])
-    AS i(tenant_id, service_call_id, attempt, deadline_at, state, next_attempt, reached_at, next_deadline_at, last_reason, updated_at,
-      history_entry, history_keep),
+      $9::bigint[], $10::text[], $11::bigint[])
+    AS i(tenant_id, service_call_id, attempt, deadline_at, state, next_attempt, reached_at, next_deadline_at, last_reason, updated_at),
     expected
   WHERE t.tenant_id = i.tenant_id AND t.service_call_id = i.service_call_id
     AND t.state = expected.state AND t.attempt = i.attempt AND t.deadline_at = i.deadline_at

@@ -16,6 +16,7 @@ import {
 } from "../../app/queries/timer-queries.js";
 import type { TimerKey } from "../../domain/timer.js";
 import { timerSelectList } from "../storage/timer-columns.js";
+import { SQLITE_HISTORY_COLUMN } from "./sqlite-timer-history.js";
 
 // Aliased to the field names of TimerRecord, so a row is a record without mapping.
 const RECORD_COLUMNS = timerSelectList({
@@ -86,7 +87,7 @@ function scanChanged(by: ChangedIndex["by"], state = "Failed"): string {
 /** The statements, exported for the EXPLAIN QUERY PLAN checks of the tests. */
 export const SQLITE_QUERY_SQL = {
   get: `SELECT ${RECORD_COLUMNS} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
-  getWithHistory: `SELECT ${RECORD_COLUMNS}, history FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
+  getWithHistory: `SELECT ${RECORD_COLUMNS}, ${SQLITE_HISTORY_COLUMN} FROM timer_schedules WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId`,
   scanOneState: scanBranch("Scheduled"),
   scanAllStates: SCAN_ALL_STATES,
   // The chart of what is coming: bounded walks of the Scheduled slice, index only.

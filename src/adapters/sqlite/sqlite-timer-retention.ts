@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import type { TimerRetention } from "../../app/retention/timer-retention.js";
 import { FINAL_STATES } from "../../domain/retention.js";
 import type { BatchTallies, TalliedRow } from "./batch-tallies.js";
+import type { SqliteTimerHistory } from "./sqlite-timer-history.js";
 
 // Spelt exactly as the WHERE of the partial index timer_schedules_final_updated_idx, so the planner
 // matches that index when the statement is prepared.
@@ -18,7 +19,7 @@ export const SQLITE_RETENTION_SQL = {
       SELECT tenant_id, service_call_id FROM timer_schedules
       WHERE ${FINAL} AND updated_at < @cutoffMs
       ORDER BY updated_at LIMIT +@limit)
-    RETURNING tenant_id AS tenantId, state, fired_at AS firedAtMs, completed_at AS completedAtMs`,
+    RETURNING tenant_id AS tenantId, service_call_id AS serviceCallId, state, fired_at AS firedAtMs, completed_at AS completedAtMs`,
   // Prefix cancels still cancelling (progress_key set) stay. The table has one row per tenant and
   // prefix and no index on updated_at: this reads it whole (see docs/design/messages.md).
   deletePrefixCancels: `
@@ -39,12 +40,15 @@ export class SqliteTimerRetention implements TimerRetention {
   readonly #deleteTimers: (cutoffMs: number, limit: number) => number;
   readonly #deletePrefixCancels: Database.Statement<[{ cutoffMs: number; limit: number }]>;
 
-  constructor(db: Database.Database, tallies: BatchTallies) {
-    const deleteTimers = db.prepare<[{ cutoffMs: number; limit: number }], TalliedRow>(SQLITE_RETENTION_SQL.deleteFinalTimers);
+  constructor(db: Database.Database, tallies: BatchTallies, history: SqliteTimerHistory) {
+    const deleteTimers = db.prepare<[{ cutoffMs: number; limit: number }], TalliedRow & { serviceCallId: string }>(
+      SQLITE_RETENTION_SQL.deleteFinalTimers,
+    );
     this.#deleteTimers = db.transaction(
       tallies.around((cutoffMs: number, limit: number) => {
         const deleted = deleteTimers.all({ cutoffMs, limit });
         for (const row of deleted) tallies.changed(row, undefined);
+        history.deleteOf(deleted);
         return deleted.length;
       }),
     ).immediate;

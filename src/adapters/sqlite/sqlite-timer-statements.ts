@@ -5,7 +5,6 @@ import type { Timer } from "../../domain/timer.js";
 import type { PrefixCancel } from "../../domain/prefix-cancel.js";
 import { parseRecurrence } from "../../domain/recurrence.js";
 import { prefixUpperBound } from "../../domain/prefix-cancel.js";
-import { appendHistory } from "../../domain/timer-history.js";
 import { withTracking } from "../delivery-columns.js";
 import { TIMER_COLUMNS, TIMER_COLUMN_NAMES, TIMER_VALUE_COLUMNS, timerSelectList } from "../storage/timer-columns.js";
 
@@ -117,8 +116,6 @@ export type PrefixCancelKey = Pick<PrefixCancel, "tenantId" | "serviceCallIdPref
 export interface SqliteTimerStatements {
   readonly selectByKey: Database.Statement<[tenantId: string, serviceCallId: string], TimerRow>;
   readonly upsert: Database.Statement<[unknown[]]>;
-  /** A timer's history (CONTRACT §19), its other columns unchanged. */
-  readonly updateHistory: Database.Statement<[history: string, tenantId: string, serviceCallId: string]>;
   readonly insertNew: Database.Statement<[unknown[]]>;
   readonly selectDueTenants: Database.Statement<[{ nowMs: number; limit: number }], { tenantId: string }>;
   /**
@@ -127,8 +124,6 @@ export interface SqliteTimerStatements {
    */
   readonly selectCandidatesDue: Database.Statement<[{ candidates: string; nowMs: number; share: number }], DueTimerRow>;
   readonly recordFiring: Database.Statement<unknown[]>;
-  /** recordFiring whose first two parameters are a history entry and how many entries to keep (CONTRACT §19). */
-  readonly recordFiringWithHistory: Database.Statement<unknown[]>;
   readonly selectDeadlines: Database.Statement<[{ nowMs: number; limit: number }], DeadlineTimerRow>;
   readonly recordDeadline: Database.Statement<[Record<string, unknown>]>;
   readonly selectNextDeadlineAt: Database.Statement<[], { deadlineAtMs: number | null }>;
@@ -171,15 +166,7 @@ function prepareRaiseEarliest(db: Database.Database): (tenantIds: Iterable<strin
   };
 }
 
-/** The SQL function the firing and deadline records append history entries with: the domain's own rule. */
-function registerHistoryAppend(db: Database.Database): void {
-  db.function("timer_history_append", { deterministic: true }, (stored, entry, keep) =>
-    appendHistory(stored as string | null, entry as string, Number(keep)),
-  );
-}
-
 export function prepareTimerStatements(db: Database.Database): SqliteTimerStatements {
-  registerHistoryAppend(db);
   const sweepSelects = new Map<string, Database.Statement<[Record<string, unknown>], TimerRow>>();
   return {
     selectByKey: db.prepare<[tenantId: string, serviceCallId: string], TimerRow>(
@@ -191,26 +178,19 @@ export function prepareTimerStatements(db: Database.Database): SqliteTimerStatem
     upsert: db.prepare<[unknown[]]>(`
       INSERT INTO timer_schedules (${TIMER_COLUMN_NAMES}) VALUES (${UPSERT_VALUES})
       ON CONFLICT (tenant_id, service_call_id) DO UPDATE SET ${UPSERT_SET}`),
-    updateHistory: db.prepare<[string, string, string]>(
-      "UPDATE timer_schedules SET history = ? WHERE tenant_id = ? AND service_call_id = ?",
-    ),
     selectDueTenants: db.prepare<[{ nowMs: number; limit: number }], { tenantId: string }>(`
       SELECT tenant_id AS tenantId FROM timer_due_tenants WHERE earliest_due_at <= @nowMs
       ORDER BY earliest_due_at, tenant_id LIMIT +@limit`),
     selectCandidatesDue: db.prepare<[{ candidates: string; nowMs: number; share: number }], DueTimerRow>(SQLITE_CLAIM_SQL.candidatesDue),
     // Positional, like the upsert: named binding costs more than the statement on this hot path.
     recordFiring: db.prepare<unknown[]>(`UPDATE timer_schedules SET ${RECORD_FIRING_SET}`),
-    recordFiringWithHistory: db.prepare<unknown[]>(
-      `UPDATE timer_schedules SET history = timer_history_append(history, ?, ?), ${RECORD_FIRING_SET}`,
-    ),
     // `state = 'Fired'` spelled literally: the partial index timer_schedules_fired_deadline_idx.
     selectDeadlines: db.prepare<[{ nowMs: number; limit: number }], DeadlineTimerRow>(`
       SELECT ${DEADLINE_TIMER_SELECT} FROM timer_schedules WHERE state = 'Fired' AND deadline_at <= @nowMs
       ORDER BY deadline_at, tenant_id, service_call_id LIMIT +@limit`),
     recordDeadline: db.prepare<[Record<string, unknown>]>(`
       UPDATE timer_schedules SET state = @state, attempt = @nextAttempt, reached_at = @reachedAtMs,
-        deadline_at = @nextDeadlineAtMs, last_reason = @lastReason, updated_at = @updatedAtMs,
-        history = CASE WHEN @historyEntry IS NULL THEN history ELSE timer_history_append(history, @historyEntry, @historyKeep) END
+        deadline_at = @nextDeadlineAtMs, last_reason = @lastReason, updated_at = @updatedAtMs
       WHERE tenant_id = @tenantId AND service_call_id = @serviceCallId AND state = 'Fired'
         AND attempt = @attempt AND deadline_at = @deadlineAtMs`),
     selectNextDeadlineAt: db.prepare<[], { deadlineAtMs: number | null }>(

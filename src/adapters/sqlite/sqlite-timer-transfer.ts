@@ -5,12 +5,14 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import type { ImportCounts, TimerTransfer, TransferRecord } from "../../app/transfer/timer-transfer.js";
 import type { Timer } from "../../domain/timer.js";
+import { historyEntryTexts } from "../../domain/timer-history.js";
 import { timerColumnValues, timerSelectList } from "../storage/timer-columns.js";
 import { PREFIX_CANCEL_SELECT, timerFromRow, type TransferPrefixCancelRow, type TransferTimerRow } from "../storage/transfer-rows.js";
 import { prepareTimerStatements, type SqliteTimerStatements } from "./sqlite-timer-statements.js";
 import { openSqliteConnection } from "./sqlite-connection.js";
 import { BatchTallies, type TalliedRow } from "./batch-tallies.js";
 import { DEFAULT_MIGRATIONS_FOLDER } from "./sqlite-timer-store.js";
+import { SQLITE_HISTORY_COLUMN, SqliteTimerHistory } from "./sqlite-timer-history.js";
 
 /** A running service holds the write lock for one short transaction at a time: wait that out. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -47,21 +49,30 @@ export function openSqliteTimerTransfer(options: SqliteTimerTransferOptions): Sq
 export class SqliteTimerTransfer implements TimerTransfer {
   readonly kind = "sqlite";
   readonly #db: Database.Database;
-  readonly #allTimers: Database.Statement<[], TransferTimerRow>;
-  readonly #tenantTimers: Database.Statement<[string], TransferTimerRow>;
+  /** Every timer's row, or one tenant's, without and with its history. */
+  readonly #timers: Readonly<
+    Record<"all" | "tenant" | "allWithHistory" | "tenantWithHistory", Database.Statement<unknown[], TransferTimerRow>>
+  >;
   readonly #allPrefixCancels: Database.Statement<[], TransferPrefixCancelRow>;
   readonly #tenantPrefixCancels: Database.Statement<[string], TransferPrefixCancelRow>;
   readonly #storedTimer: Database.Statement<[string, string], TalliedRow & { commandTs: number }>;
   readonly #tallies: BatchTallies;
+  readonly #history: SqliteTimerHistory;
   /** The store's own write statements: an import writes as the service does. */
   readonly #sql: SqliteTimerStatements;
 
   constructor(db: Database.Database) {
     this.#db = db;
     const timers = `SELECT ${timerSelectList({ quote: false })} FROM timer_schedules`;
+    const withHistory = `SELECT ${timerSelectList({ quote: false })}, ${SQLITE_HISTORY_COLUMN} FROM timer_schedules`;
     // Key order is the primary key's (WITHOUT ROWID: the table is that b-tree), code points as in Postgres' "C".
-    this.#allTimers = db.prepare(`${timers} ORDER BY tenant_id, service_call_id`);
-    this.#tenantTimers = db.prepare(`${timers} WHERE tenant_id = ? ORDER BY tenant_id, service_call_id`);
+    const ordered = "ORDER BY tenant_id, service_call_id";
+    this.#timers = {
+      all: db.prepare(`${timers} ${ordered}`),
+      tenant: db.prepare(`${timers} WHERE tenant_id = ? ${ordered}`),
+      allWithHistory: db.prepare(`${withHistory} ${ordered}`),
+      tenantWithHistory: db.prepare(`${withHistory} WHERE tenant_id = ? ${ordered}`),
+    };
     const prefixCancels = `SELECT ${PREFIX_CANCEL_SELECT(false)} FROM timer_prefix_cancels`;
     this.#allPrefixCancels = db.prepare(`${prefixCancels} ORDER BY tenant_id, service_call_id_prefix`);
     this.#tenantPrefixCancels = db.prepare(`${prefixCancels} WHERE tenant_id = ? ORDER BY tenant_id, service_call_id_prefix`);
@@ -70,14 +81,19 @@ export class SqliteTimerTransfer implements TimerTransfer {
       FROM timer_schedules WHERE tenant_id = ? AND service_call_id = ?`);
     this.#tallies = new BatchTallies(db);
     this.#sql = prepareTimerStatements(db);
+    this.#history = new SqliteTimerHistory(db);
   }
 
-  async *exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord> {
+  async *exportRecords(options: { readonly tenantId?: string; readonly history?: boolean }): AsyncIterable<TransferRecord> {
     const tenantId = options.tenantId;
+    const history = options.history === true;
     // One deferred read transaction: its first SELECT fixes the snapshot both tables are read from.
     this.#db.exec("BEGIN");
     try {
-      const timers = tenantId === undefined ? this.#allTimers.iterate() : this.#tenantTimers.iterate(tenantId);
+      const timers =
+        tenantId === undefined
+          ? this.#timers[history ? "allWithHistory" : "all"].iterate()
+          : this.#timers[history ? "tenantWithHistory" : "tenant"].iterate(tenantId);
       for (const row of timers) yield { kind: "timer", timer: timerFromRow(row) };
       const cancels = tenantId === undefined ? this.#allPrefixCancels.iterate() : this.#tenantPrefixCancels.iterate(tenantId);
       for (const row of cancels) yield { kind: "prefixCancel", prefixCancel: { ...row } };
@@ -124,6 +140,7 @@ export class SqliteTimerTransfer implements TimerTransfer {
     const stored = this.#storedTimer.get(timer.tenantId, timer.serviceCallId);
     if (stored !== undefined && stored.commandTs >= timer.commandTs) return "kept";
     (stored === undefined ? this.#sql.insertNew : this.#sql.upsert).run(timerColumnValues(timer));
+    this.#history.replace(timer.tenantId, timer.serviceCallId, historyEntryTexts(timer.history));
     this.#tallies.changed(stored, timer);
     return stored === undefined ? "created" : "replaced";
   }

@@ -17,6 +17,7 @@ import { timerColumnValues } from "../storage/timer-columns.js";
 import { SqliteTimerRetention } from "./sqlite-timer-retention.js";
 import { BatchTallies } from "./batch-tallies.js";
 import { prepareTimerStatements, timerOf, type PrefixCancelKey } from "./sqlite-timer-statements.js";
+import { SqliteTimerHistory } from "./sqlite-timer-history.js";
 
 /**
  * What a command batch made: the decisions (their timers reduced to what the service reads: the
@@ -84,7 +85,8 @@ export class SqliteWriter {
     this.#db = db;
     const sql = prepareTimerStatements(db);
     const tallies = new BatchTallies(db);
-    this.#retention = new SqliteTimerRetention(db, tallies);
+    const history = new SqliteTimerHistory(db);
+    this.#retention = new SqliteTimerRetention(db, tallies, history);
     this.#prefixIndex = new PrefixCancelIndex(sql.selectPrefixCancels.all());
 
     this.#apply = tallies.transaction(db, (commands: readonly TimerCommand[], rules: DecideRules, recordedAtMs: number) => {
@@ -106,7 +108,7 @@ export class SqliteWriter {
         sql.upsert.run(timerColumnValues(timer));
         tallies.changed(stored.get(timerKeyString(timer)), timer);
       }
-      for (const { tenantId, serviceCallId, history } of batch.histories) sql.updateHistory.run(history, tenantId, serviceCallId);
+      history.append(batch.history, rules.historyEntries ?? 0, (key) => stored.get(timerKeyString(key)) === undefined);
       for (const cancel of batch.cancels) sql.upsertPrefixCancel.run({ ...cancel, nowMs: recordedAtMs });
       sql.raiseEarliest(tenantsWithEarliestRaised(batch.decisions));
       return { decisions: batch.decisions, cancels: batch.cancels };
@@ -133,6 +135,7 @@ export class SqliteWriter {
         sql.upsert.run(timerColumnValues(next));
         tallies.changed(previous, next);
       }
+      history.append(step.history, historyEntries);
       sql.raiseEarliest(tenantsWithEarliestRaised(step.decisions));
       sql.updatePrefixProgress.run({ ...prefix, progressKey: step.progressKey });
       return { decisions: step.decisions, done: step.done };
@@ -146,7 +149,6 @@ export class SqliteWriter {
         const { tenantId, serviceCallId, dueAtMs, generation, next } = firings[i]!;
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs, tracking } = next;
         if (index.size > 0 && firingOverriddenByPrefixCancel(index.latestFor(tenantId, serviceCallId), next)) continue;
-        const { history } = firings[i]!;
         const values = [
           state,
           next.dueAtMs,
@@ -162,10 +164,9 @@ export class SqliteWriter {
           dueAtMs,
           generation,
         ];
-        const changes = (
-          history === undefined ? sql.recordFiring.run(values) : sql.recordFiringWithHistory.run(history.entry, history.keep, values)
-        ).changes;
-        if (changes === 1) {
+        if (sql.recordFiring.run(values).changes === 1) {
+          const entry = firings[i]!.history;
+          if (entry !== undefined) history.appendOne(tenantId, serviceCallId, entry.entry, entry.keep);
           recorded[i] = true;
           tenants.add(tenantId);
           // A firing never completes a timer: no duration to count on either side.
@@ -179,7 +180,7 @@ export class SqliteWriter {
 
     this.#recordDeadlines = tallies.transaction(db, (records: readonly DeadlineRecord[]) => {
       const recorded: TimerKey[] = [];
-      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next, history } of records) {
+      for (const { tenantId, serviceCallId, attempt, deadlineAtMs, next, history: entry } of records) {
         const changes = sql.recordDeadline.run({
           tenantId,
           serviceCallId,
@@ -191,10 +192,9 @@ export class SqliteWriter {
           nextDeadlineAtMs: next.deadlineAtMs,
           lastReason: next.lastReason,
           updatedAtMs: next.updatedAtMs,
-          historyEntry: history?.entry ?? null,
-          historyKeep: history?.keep ?? 0,
         }).changes;
         if (changes === 1) {
+          if (entry !== undefined) history.appendOne(tenantId, serviceCallId, entry.entry, entry.keep);
           recorded.push({ tenantId, serviceCallId });
           // A passed deadline leaves fired_at and completed_at as they are and never completes a timer.
           tallies.changed({ tenantId, state: "Fired" }, { tenantId, state: next.state });

@@ -58,8 +58,6 @@ export const timerSchedules = sqliteTable(
     traceState: text("trace_state"),
     /** The span the timer's spans and events hang under. */
     traceSpanId: text("trace_span_id"),
-    // The timer's last entries (CONTRACT §19), a JSON array oldest first; deleted with the row.
-    history: text("history"),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.serviceCallId] }),
@@ -92,6 +90,24 @@ export const timerSchedules = sqliteTable(
       .on(t.deadlineAt, t.tenantId, t.serviceCallId)
       .where(sql`${t.state} = 'Fired'`),
   ],
+);
+
+/**
+ * Timers' histories (CONTRACT §19): a log, one row per entry (sqlite-timer-history.ts). The rowid
+ * grows with each entry, so every entry is written at the table's end; the index finds a timer's
+ * entries, in rowid order, and takes the one write among them. The oldest beyond
+ * TIMER_HISTORY_ENTRIES goes in the same transaction; retention deletes them with the timer.
+ */
+export const timerHistory = sqliteTable(
+  "timer_history",
+  {
+    id: integer("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    serviceCallId: text("service_call_id").notNull(),
+    /** One entry's JSON text (timer-history.ts). */
+    entry: text("entry").notNull(),
+  },
+  (t) => [index("timer_history_key_idx").on(t.tenantId, t.serviceCallId)],
 );
 
 /**

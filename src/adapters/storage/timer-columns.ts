@@ -43,7 +43,6 @@ export const TIMER_COLUMNS: readonly TimerColumn[] = [
   { column: "trace_flags", field: "traceFlags", value: (t) => t.traceFlags ?? null },
   { column: "trace_state", field: "traceState", value: (t) => t.traceState ?? null },
   { column: "trace_span_id", field: "traceSpanId", value: (t) => t.traceSpanId ?? null },
-  { column: "history", field: "history", value: (t) => t.history ?? null },
 ];
 
 /** The key columns: never changed by an upsert. */

@@ -28,7 +28,10 @@ export async function exportTimers(
   let chunk = `${encodeHeader({ exportedAtMs: options.nowMs, store: transfer.kind, ...(options.tenantId === undefined ? {} : { tenantId: options.tenantId }) })}\n`;
   let timers = 0;
   let prefixCancels = 0;
-  const records = transfer.exportRecords(options.tenantId === undefined ? {} : { tenantId: options.tenantId });
+  const records = transfer.exportRecords({
+    ...(options.tenantId === undefined ? {} : { tenantId: options.tenantId }),
+    history: options.history === true,
+  });
   for await (const record of records) {
     if (record.kind === "timer") timers++;
     else prefixCancels++;

@@ -37,13 +37,15 @@ export interface TimerTransfer {
   /**
    * Every timer (of `tenantId`, or of every tenant), then every recorded prefix cancel, from one
    * consistent snapshot of the store, in key order (code points), so that equal stores give equal
-   * exports. Read a page at a time: memory stays bounded whatever the store holds.
+   * exports. Read a page at a time: memory stays bounded whatever the store holds. With `history`,
+   * each timer carries its history (CONTRACT §19); without, none is read.
    */
-  exportRecords(options: { readonly tenantId?: string }): AsyncIterable<TransferRecord>;
+  exportRecords(options: { readonly tenantId?: string; readonly history?: boolean }): AsyncIterable<TransferRecord>;
   /**
    * Writes one batch in one transaction (all or nothing): a record whose key the store does not
    * hold is created; one whose key it holds replaces the stored one only when the stored
-   * `commandTs` is older than the record's (§3.2), else the stored one is kept. Derived tables
+   * `commandTs` is older than the record's (§3.2), else the stored one is kept; a written record's
+   * history replaces the stored one (none: the timer has none). Derived tables
    * (counts per state, due tenants) follow in the same transaction; a replaced prefix cancel sweeps
    * its prefix again. A batch holds each key at most once.
    */
