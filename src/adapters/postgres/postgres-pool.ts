@@ -1,4 +1,5 @@
 import pg from "pg";
+import { isConnectionFault } from "./connection-fault.js";
 
 /** Where the store's tables live: a plain lower-case identifier, safe to splice into SQL unquoted. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -90,4 +91,29 @@ export async function checkOut(pool: pg.Pool): Promise<{ readonly client: pg.Poo
       client.release(broken ? true : undefined);
     },
   };
+}
+
+/** Runs `work` in one transaction on one connection of `pool`: committed when it resolves, rolled back when it throws. */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const { client, release } = await checkOut(pool);
+  let broken: unknown;
+  try {
+    await client.query("BEGIN");
+    try {
+      const result = await work(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      // A connection that timed out or broke cannot roll back in time: closing it rolls back.
+      if (isConnectionFault(error)) broken = error;
+      else
+        await client.query("ROLLBACK").catch((rollbackError: unknown) => {
+          broken = rollbackError;
+        });
+      throw error;
+    }
+  } finally {
+    // A connection whose rollback failed is in an unknown state: close it instead of reusing it.
+    release(broken !== undefined);
+  }
 }

@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { TimerRetention } from "../../app/retention/timer-retention.js";
 import { FINAL_STATES } from "../../domain/retention.js";
 import type { TimerKey } from "../../domain/timer.js";
-import { checkOut } from "./postgres-pool.js";
+import { inTransaction } from "./postgres-pool.js";
 import { deleteHistories } from "./postgres-timer-history.js";
 
 const FINAL = `state IN (${FINAL_STATES.map((s) => `'${s}'`).join(", ")})`;
@@ -50,25 +50,15 @@ export class PostgresTimerRetention implements TimerRetention {
    * and committed while the first ran (a command on a final timer locks its row and changes nothing).
    */
   async deleteFinalTimers(cutoffMs: number, limit: number): Promise<number> {
-    const { client, release } = await checkOut(this.pool);
-    let failed = false;
-    try {
-      await client.query("BEGIN");
+    return inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<TimerKey>({
         name: "timer-retention-timers",
         text: POSTGRES_RETENTION_SQL.deleteFinalTimers,
         values: [cutoffMs, limit],
       });
       await deleteHistories(client, rows);
-      await client.query("COMMIT");
       return rows.length;
-    } catch (error) {
-      failed = true;
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw error;
-    } finally {
-      release(failed);
-    }
+    });
   }
 
   /** 0 while the schema has no prefix-cancel table (CONTRACT §10) yet. */

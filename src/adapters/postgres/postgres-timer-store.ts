@@ -22,7 +22,7 @@ import { perTenantReadLimit } from "../../app/firing/fair-due-selection.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { lowerDueTenants } from "./due-tenant-bounds.js";
 import { GrowthAnalyzer } from "./growth-analyzer.js";
-import { checkOut, createPostgresPool } from "./postgres-pool.js";
+import { createPostgresPool, inTransaction } from "./postgres-pool.js";
 import * as q from "./timer-schedules.sql.js";
 import { ConcurrentInsertError, withRetry } from "./transaction-retry.js";
 import { isConnectionFault } from "./connection-fault.js";
@@ -542,29 +542,9 @@ export class PostgresTimerStore implements TimerStore {
     await withDeadline(this.#pool.end(), this.timeoutMs, "closing the Postgres pool").catch(() => undefined);
   }
 
-  /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
-  async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const { client, release } = await checkOut(this.#pool);
-    let broken: unknown;
-    try {
-      await client.query("BEGIN");
-      try {
-        const result = await work(client);
-        await client.query("COMMIT");
-        return result;
-      } catch (error) {
-        // A connection that timed out or broke cannot roll back in time: closing it rolls back.
-        if (isConnectionFault(error)) broken = error;
-        else
-          await client.query("ROLLBACK").catch((rollbackError: unknown) => {
-            broken = rollbackError;
-          });
-        throw error;
-      }
-    } finally {
-      // A connection whose rollback failed is in an unknown state: close it instead of reusing it.
-      release(broken !== undefined);
-    }
+  /** Runs `work` in one transaction on one connection (inTransaction). */
+  #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.#pool, work);
   }
 
   /** Runs a write within the time-out and remembers whether it failed (readiness). */

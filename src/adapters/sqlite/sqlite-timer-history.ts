@@ -38,19 +38,18 @@ export class SqliteTimerHistory {
    * history, and nothing falls out until it has more than `keep`.
    */
   append(entries: readonly (TimerKey & { readonly entry: string })[], keep: number, isNew?: (key: TimerKey) => boolean): void {
-    let counted: Map<string, number> | undefined;
+    // All inserted first, in order: their rowids keep each timer's order.
+    for (const { tenantId, serviceCallId, entry } of entries) this.#insert.run(tenantId, serviceCallId, entry);
+    // Then each timer that may hold more than `keep` gives up its oldest, once however many it gained.
+    const gained = new Map<string, { key: TimerKey; count: number }>();
     for (const key of entries) {
-      const { tenantId, serviceCallId } = key;
-      if (isNew?.(key) !== true) {
-        this.appendOne(tenantId, serviceCallId, key.entry, keep);
-        continue;
-      }
-      this.#insert.run(tenantId, serviceCallId, key.entry);
-      counted ??= new Map();
-      const id = `${tenantId}\u0000${serviceCallId}`;
-      const n = (counted.get(id) ?? 0) + 1;
-      counted.set(id, n);
-      if (n > keep) this.#trim.run(tenantId, serviceCallId, keep);
+      const id = `${key.tenantId}\u0000${key.serviceCallId}`;
+      const seen = gained.get(id);
+      if (seen === undefined) gained.set(id, { key, count: 1 });
+      else seen.count++;
+    }
+    for (const { key, count } of gained.values()) {
+      if (count > keep || isNew?.(key) !== true) this.#trim.run(key.tenantId, key.serviceCallId, keep);
     }
   }
 
