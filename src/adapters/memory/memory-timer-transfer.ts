@@ -20,7 +20,10 @@ export class MemoryTimerTransfer implements TimerTransfer {
     // A copy first: the snapshot does not change while the reader goes through it.
     const timers = [...this.timers.values()].filter((t) => options.tenantId === undefined || t.tenantId === options.tenantId);
     const cancels = [...this.prefixCancels.values()].filter((c) => options.tenantId === undefined || c.tenantId === options.tenantId);
-    for (const timer of timers.sort(compareTimerKeys)) yield { kind: "timer", timer };
+    for (const timer of timers.sort(compareTimerKeys)) {
+      const { history, ...withoutHistory } = timer;
+      yield { kind: "timer", timer: options.history === true && history != null ? timer : withoutHistory };
+    }
     cancels.sort(comparePrefixCancelKeys);
     for (const prefixCancel of cancels) yield { kind: "prefixCancel", prefixCancel };
   }

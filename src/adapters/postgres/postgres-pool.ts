@@ -98,7 +98,9 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClie
   const { client, release } = await checkOut(pool);
   let broken: unknown;
   try {
-    await client.query("BEGIN");
+    // Named, not left to the server's or role's default: a statement after a row lock must see what
+    // the lock's previous holder committed (a timer's last history seq, the rows it claimed).
+    await client.query("BEGIN ISOLATION LEVEL READ COMMITTED");
     try {
       const result = await work(client);
       await client.query("COMMIT");

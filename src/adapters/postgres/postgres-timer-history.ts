@@ -69,8 +69,10 @@ export async function appendRecorded(
   recorded: ReadonlySet<string>,
 ): Promise<void> {
   const byKeep = new Map<number, HistoryWrite[]>();
+  // One entry per updated row: a key twice in one call was updated once.
+  const pending = new Set(recorded);
   for (const { tenantId, serviceCallId, history } of records) {
-    if (history === undefined || !recorded.has(timerKeyString({ tenantId, serviceCallId }))) continue;
+    if (history === undefined || !pending.delete(timerKeyString({ tenantId, serviceCallId }))) continue;
     const writes = byKeep.get(history.keep) ?? [];
     writes.push({ tenantId, serviceCallId, entry: history.entry });
     byKeep.set(history.keep, writes);

@@ -94,8 +94,8 @@ export const timerSchedules = sqliteTable(
 
 /**
  * Timers' histories (CONTRACT §19): a log, one row per entry (sqlite-timer-history.ts). The rowid
- * grows with each entry, so every entry is written at the table's end; the index finds a timer's
- * entries, in rowid order, and takes the one write among them. The oldest beyond
+ * grows with each entry, so every entry is written at the table's end; only the index by key is
+ * written among the timer's other entries, and it finds them in rowid order. The oldest beyond
  * TIMER_HISTORY_ENTRIES goes in the same transaction; retention deletes them with the timer.
  */
 export const timerHistory = sqliteTable(
