@@ -92,11 +92,6 @@ function nameToken(env: Env, variable: string, fallback: string): string {
   return value;
 }
 
-/** TIMER_BROKER_URL split into its entries and checked; entries keep any user part they carry. */
-export function loadBrokerUrls(env: Env): string[] {
-  return parseBrokerUrls(env).map((entry) => entry.raw);
-}
-
 interface BrokerUrlEntry extends BrokerUrl {
   readonly raw: string;
 }

@@ -168,7 +168,16 @@ export function appendHistory(stored: string | null | undefined, entry: string, 
 
 /** A history's text (a JSON array) as the JSON text of each entry, oldest first; none when there is none. */
 export function historyEntryTexts(stored: string | null | undefined): string[] {
-  return parseHistory(stored).map((entry) => JSON.stringify(entry));
+  if (stored == null || stored.length <= 2) return [];
+  // Cut where each entry starts, as appendHistory does: the text is not parsed and written again.
+  const entries: string[] = [];
+  let start = stored.indexOf(ENTRY_START);
+  while (start !== -1) {
+    const next = stored.indexOf(ENTRY_START, start + ENTRY_START.length);
+    entries.push(stored.slice(start, next === -1 ? -1 : next - 1));
+    start = next;
+  }
+  return entries;
 }
 
 /** The stored history as entries, oldest first; none when there is none. */

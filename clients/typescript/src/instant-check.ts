@@ -37,6 +37,17 @@ export function instantProblem(text: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The epoch milliseconds of `text`, an instant `instantProblem` accepts. Date.parse reads the
+ * extended form only: seconds added, `,` as `.`, fractions cut to ms, `+hhmm` as `+hh:mm`.
+ */
+export function instantMs(text: string): number {
+  const m = ISO_DATE_TIME.exec(text)!;
+  const fraction = (m[7] ?? "").slice(0, 3).padEnd(3, "0");
+  const offset = m[8] !== undefined ? "Z" : `${m[9]}${m[10]}:${m[11]}`;
+  return Date.parse(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6] ?? "00"}.${fraction}${offset}`);
+}
+
 /** The full sentence for a member: `/payload/dueAt: "2026-02-30T09:00:00Z" is not a date-time: February 2026 has 28 days, not 30; …`. */
 export function instantMessage(member: string, text: string, problem: string): string {
   return `${member}: ${JSON.stringify(text)} is not a date-time: ${problem}; a valid value is ${INSTANT_FORMAT}`;

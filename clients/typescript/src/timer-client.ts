@@ -396,20 +396,26 @@ export class TimerClient {
   }
 
   private assertConnected(doing: string, consequence: string): void {
-    if (this.connected) return;
+    if (!this.connected) throw this.notConnected(doing, consequence);
+  }
+
+  /** The NOT_CONNECTED error of `doing` while the connection is down, and what follows from it. */
+  private notConnected(doing: string, consequence: string, cause?: unknown): TimerClientError {
     const detail = `not connected to ${serverUrlOf(this.connection)} (the connection was lost; reconnecting)`;
-    throw new TimerClientError("NOT_CONNECTED", `${doing}: ${detail}: ${consequence}`, { detail });
+    return new TimerClientError("NOT_CONNECTED", `${doing}: ${detail}: ${consequence}`, {
+      detail,
+      ...(cause === undefined ? {} : { cause }),
+    });
   }
 
   private publishFailure(error: unknown, type: string, subject: string): TimerClientError {
     const { subjectPrefix } = this.options;
     const failure = fromNatsError(error, `publishing ${type}`);
     if (failure.code === "TIMEOUT" && !this.connected) {
-      const detail = `not connected to ${serverUrlOf(this.connection)} (the connection was lost; reconnecting)`;
-      return new TimerClientError(
-        "NOT_CONNECTED",
-        `publishing ${type}: ${detail}: the command may still be stored when the connection returns (re-sending it with the same id is safe)`,
-        { cause: error, detail },
+      return this.notConnected(
+        `publishing ${type}`,
+        "the command may still be stored when the connection returns (re-sending it with the same id is safe)",
+        error,
       );
     }
     if (failure.code !== "NO_RESPONDERS") return failure;

@@ -163,7 +163,7 @@ export class PostgresTimerStore implements TimerStore {
   async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
     if (commands.length === 0) return [];
     const { decisions, inserted } = await this.#write(() =>
-      withRetry(() => this.#transaction((client) => this.#applyBatch(client, commands, rules))),
+      withRetry(() => inTransaction(this.#pool, (client) => this.#applyBatch(client, commands, rules))),
     );
     this.#statistics.inserted(inserted);
     return decisions;
@@ -287,7 +287,7 @@ export class PostgresTimerStore implements TimerStore {
   async #raiseDueTenants(tenants: readonly string[]): Promise<void> {
     if (tenants.length === 0) return;
     try {
-      await this.#transaction(async (client) => {
+      await inTransaction(this.#pool, async (client) => {
         const { rows } = await client.query<{ tenantId: string }>({
           name: "timer-try-lock-due-tenants",
           text: q.TRY_LOCK_DUE_TENANTS,
@@ -428,7 +428,7 @@ export class PostgresTimerStore implements TimerStore {
     }
     return this.#write(() =>
       withRetry(() =>
-        this.#transaction(async (client) => {
+        inTransaction(this.#pool, async (client) => {
           const { rows } = await client.query<TimerKey>(update);
           await appendRecorded(client, records, new Set(rows.map(timerKeyString)));
           return rows;
@@ -453,7 +453,7 @@ export class PostgresTimerStore implements TimerStore {
     const { tenantId, serviceCallIdPrefix } = prefix;
     return this.#write(() =>
       withRetry(() =>
-        this.#transaction(async (client) => {
+        inTransaction(this.#pool, async (client) => {
           const { rows: records } = await client.query<{ commandTs: number; progressKey: string | null }>({
             name: "timer-lock-prefix-cancel",
             text: q.LOCK_PREFIX_CANCEL,
@@ -540,11 +540,6 @@ export class PostgresTimerStore implements TimerStore {
     this.#probe?.stop();
     // Ending a connection to a peer that stopped answering waits for its goodbye: bounded too.
     await withDeadline(this.#pool.end(), this.timeoutMs, "closing the Postgres pool").catch(() => undefined);
-  }
-
-  /** Runs `work` in one transaction on one connection (inTransaction). */
-  #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return inTransaction(this.#pool, work);
   }
 
   /** Runs a write within the time-out and remembers whether it failed (readiness). */

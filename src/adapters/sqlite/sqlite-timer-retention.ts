@@ -44,14 +44,12 @@ export class SqliteTimerRetention implements TimerRetention {
     const deleteTimers = db.prepare<[{ cutoffMs: number; limit: number }], TalliedRow & { serviceCallId: string }>(
       SQLITE_RETENTION_SQL.deleteFinalTimers,
     );
-    this.#deleteTimers = db.transaction(
-      tallies.around((cutoffMs: number, limit: number) => {
-        const deleted = deleteTimers.all({ cutoffMs, limit });
-        for (const row of deleted) tallies.changed(row, undefined);
-        history.deleteOf(deleted);
-        return deleted.length;
-      }),
-    ).immediate;
+    this.#deleteTimers = tallies.transaction(db, (cutoffMs: number, limit: number) => {
+      const deleted = deleteTimers.all({ cutoffMs, limit });
+      for (const row of deleted) tallies.changed(row, undefined);
+      history.deleteOf(deleted);
+      return deleted.length;
+    }).immediate;
     this.#deletePrefixCancels = db.prepare(SQLITE_RETENTION_SQL.deletePrefixCancels);
   }
 

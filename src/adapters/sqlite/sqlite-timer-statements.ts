@@ -76,11 +76,6 @@ export function timerOf(row: TimerRow | undefined): Timer | undefined {
   return withTracking({ ...row, repeat: row.repeat === null ? null : parseRecurrence(row.repeat) }) as Timer;
 }
 
-const RECORD_FIRING_SET = `state = ?, due_at = ?, occurrence = ?, reached_at = ?,
-  command_ts = max(command_ts, ?), updated_at = ?, attempt = coalesce(?, attempt),
-  fired_at = coalesce(?, fired_at), deadline_at = ?
-  WHERE tenant_id = ? AND service_call_id = ? AND state = 'Scheduled' AND due_at = ? AND generation = ?`;
-
 const UPSERT_VALUES = TIMER_COLUMNS.map(() => "?").join(", ");
 const UPSERT_SET = TIMER_VALUE_COLUMNS.map((column) => `${column} = excluded.${column}`).join(", ");
 
@@ -183,7 +178,11 @@ export function prepareTimerStatements(db: Database.Database): SqliteTimerStatem
       ORDER BY earliest_due_at, tenant_id LIMIT +@limit`),
     selectCandidatesDue: db.prepare<[{ candidates: string; nowMs: number; share: number }], DueTimerRow>(SQLITE_CLAIM_SQL.candidatesDue),
     // Positional, like the upsert: named binding costs more than the statement on this hot path.
-    recordFiring: db.prepare<unknown[]>(`UPDATE timer_schedules SET ${RECORD_FIRING_SET}`),
+    recordFiring: db.prepare<unknown[]>(`
+      UPDATE timer_schedules SET state = ?, due_at = ?, occurrence = ?, reached_at = ?,
+        command_ts = max(command_ts, ?), updated_at = ?, attempt = coalesce(?, attempt),
+        fired_at = coalesce(?, fired_at), deadline_at = ?
+      WHERE tenant_id = ? AND service_call_id = ? AND state = 'Scheduled' AND due_at = ? AND generation = ?`),
     // `state = 'Fired'` spelled literally: the partial index timer_schedules_fired_deadline_idx.
     selectDeadlines: db.prepare<[{ nowMs: number; limit: number }], DeadlineTimerRow>(`
       SELECT ${DEADLINE_TIMER_SELECT} FROM timer_schedules WHERE state = 'Fired' AND deadline_at <= @nowMs

@@ -149,7 +149,7 @@ export class SqliteWriter {
         const { tenantId, serviceCallId, dueAtMs, generation, next } = firings[i]!;
         const { state, occurrence, reachedAtMs, commandTs, updatedAtMs, tracking } = next;
         if (index.size > 0 && firingOverriddenByPrefixCancel(index.latestFor(tenantId, serviceCallId), next)) continue;
-        const values = [
+        const changes = sql.recordFiring.run(
           state,
           next.dueAtMs,
           occurrence,
@@ -163,8 +163,8 @@ export class SqliteWriter {
           serviceCallId,
           dueAtMs,
           generation,
-        ];
-        if (sql.recordFiring.run(values).changes === 1) {
+        ).changes;
+        if (changes === 1) {
           const entry = firings[i]!.history;
           if (entry !== undefined) history.appendOne(tenantId, serviceCallId, entry.entry, entry.keep);
           recorded[i] = true;

@@ -1,4 +1,4 @@
-import { dueEventId } from "../../domain/due-time.js";
+import { dueEventId, formatInstant } from "../../domain/due-time.js";
 import type { DeadlineDecision, DeadlineTimer } from "../../domain/delivery-rules.js";
 import type { FiringDecision } from "../../domain/firing-rules.js";
 import { firingEntry, timeoutEntry, type HistoryAppend } from "../../domain/timer-history.js";
@@ -36,7 +36,6 @@ export function deadlineHistory(timer: DeadlineTimer, decision: DeadlineDecision
     });
     return { entry, keep };
   }
-  const then =
-    decision.kind === "timedOut" ? "TimedOut: no attempts left" : `a retry at ${new Date(decision.next.deadlineAtMs!).toISOString()}`;
+  const then = decision.kind === "timedOut" ? "TimedOut: no attempts left" : `a retry at ${formatInstant(decision.next.deadlineAtMs!)}`;
   return { entry: timeoutEntry(nowMs, timer.attempt, then), keep };
 }

@@ -26,7 +26,7 @@ const output: Output = {
   err: (line) => process.stderr.write(`${line}\n`),
 };
 
-async function run(argv: string[]): Promise<{ code: number; flags?: Flags }> {
+async function run(argv: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: joinDurationWords(argv), options: OPTIONS, allowPositionals: true, strict: true });
@@ -37,11 +37,11 @@ async function run(argv: string[]): Promise<{ code: number; flags?: Flags }> {
   const flags = parsed.values;
   if (flags.help === true || command === undefined || command === "help") {
     process.stdout.write(USAGE);
-    return { code: EXIT.OK };
+    return EXIT.OK;
   }
   if (command === "history") {
     if (rest.length > 1) throw new UsageError(`unexpected argument "${rest[1]}"`);
-    return { code: await history(flags, rest[0], output), flags };
+    return history(flags, rest[0], output);
   }
   const handler = COMMANDS[command];
   if (handler === undefined) {
@@ -51,7 +51,7 @@ async function run(argv: string[]): Promise<{ code: number; flags?: Flags }> {
     throw new UsageError(`unknown command "${command}"${hint}`);
   }
   if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
-  return { code: await handler(flags, output), flags };
+  return handler(flags, output);
 }
 
 /** The failure as one line that names the server whenever the broker is involved. */
@@ -71,7 +71,7 @@ function brokerMessage(error: Error, argv: string[]): string {
 /** Runs the CLI on `argv` and sets the exit code. */
 export function main(argv: string[]): void {
   run(argv).then(
-    ({ code }) => {
+    (code) => {
       process.exitCode = code;
     },
     (error: unknown) => {
