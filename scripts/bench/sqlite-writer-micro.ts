@@ -5,6 +5,11 @@
  * isolates what the writer thread spends per command, which the end-to-end `ingest` scenario cannot.
  *
  *   npx tsx scripts/bench/sqlite-writer-micro.ts [--commands 100000] [--batch 2000] [--rounds 3] [--synchronous FULL]
+ *     [--history 20] [--reschedule 0.5]
+ *
+ * `--history N` keeps N entries per timer (TIMER_HISTORY_ENTRIES); `--reschedule S` sends that share
+ * of the commands to 10 timers per tenant over 100 tenants, as the end-to-end `historyCost` does, so
+ * that their histories fill and drop their oldest.
  *
  * `MICRO_SQL='…'` runs that SQL on each fresh store first, for what-ifs such as
  * `DROP INDEX timer_schedules_tenant_updated_idx`. Prints µs of CPU per command; one JSON line on stdout.
@@ -27,6 +32,8 @@ const COMMANDS = Number(arg("--commands", "100000"));
 const BATCH = Number(arg("--batch", "2000"));
 const ROUNDS = Number(arg("--rounds", "3"));
 const SYNCHRONOUS = arg("--synchronous", "FULL") as "FULL" | "NORMAL";
+const HISTORY = Number(arg("--history", "0"));
+const RESCHEDULE = Number(arg("--reschedule", "0"));
 
 const cpuUs = (): number => {
   const u = process.cpuUsage();
@@ -40,12 +47,13 @@ function scheduleCommands(seed: number): ScheduleTimerCommand[] {
   const trace = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", traceFlags: 1, traceState: null, spanId: null };
   return Array.from({ length: COMMANDS }, (_, i) => ({
     kind: "schedule",
-    tenantId: "bench",
-    serviceCallId: `t-${String(Math.floor(random() * 1_000_000)).padStart(8, "0")}-${i}`,
+    tenantId: RESCHEDULE > 0 ? `hist-${String(i % 100).padStart(3, "0")}` : "bench",
+    serviceCallId:
+      random() < RESCHEDULE ? `hot-${Math.floor(random() * 10)}` : `t-${String(Math.floor(random() * 1_000_000)).padStart(8, "0")}-${i}`,
     dueAtMs: base + Math.floor(random() * 86_400_000),
     data: null,
     correlationId: null,
-    timestampMs: now,
+    timestampMs: now - COMMANDS + i,
     repeat: null,
     maxLatenessMs: null,
     trace,
@@ -64,7 +72,8 @@ for (let r = 0; r < ROUNDS; r++) {
   const commands = scheduleCommands(r + 1);
   const start = cpuUs();
   // The writer's whole share of each batch: the transaction, the reads, the decisions, the writes, the commit.
-  for (let at = 0; at < commands.length; at += BATCH) writer.applyCommands(commands.slice(at, at + BATCH), { nowMs: now }, now);
+  for (let at = 0; at < commands.length; at += BATCH)
+    writer.applyCommands(commands.slice(at, at + BATCH), { nowMs: now, historyEntries: HISTORY }, now);
   const totalUs = cpuUs() - start;
   writer.close();
   rmSync(dir, { recursive: true, force: true });
@@ -73,4 +82,14 @@ for (let r = 0; r < ROUNDS; r++) {
   console.error(`round ${r}: ${result.totalUs} µs per command`);
   results.push(result);
 }
-console.log(JSON.stringify({ commands: COMMANDS, batch: BATCH, synchronous: SYNCHRONOUS, sql: process.env.MICRO_SQL ?? null, results }));
+console.log(
+  JSON.stringify({
+    commands: COMMANDS,
+    batch: BATCH,
+    synchronous: SYNCHRONOUS,
+    history: HISTORY,
+    reschedule: RESCHEDULE,
+    sql: process.env.MICRO_SQL ?? null,
+    results,
+  }),
+);

@@ -60,8 +60,6 @@ export interface HistoryWrite extends TimerKey {
   readonly entry: string;
 }
 
-const QUOTA_REASON = "the tenant's quota of Scheduled timers (TIMER_TENANT_MAX_PENDING) is reached";
-
 const IGNORED_UNREAD: CommandDecision = Object.freeze({ outcome: "ignored", previous: undefined });
 
 /** Beyond retention the key's history may be gone: such a command is ignored without reading (§7). */
@@ -143,7 +141,7 @@ export function decideCommandBatch(commands: readonly TimerCommand[], rules: Dec
     let decision = decideCommand(timer, command, nowMs, prefixCancelTs === null ? undefined : { prefixCancelTs });
     if (pending !== undefined) {
       const before = pending.get(tenantId) ?? 0;
-      decision = withinPendingQuota(decision, before, maxPending);
+      decision = withinPendingQuota(decision, tenantId, before, maxPending);
       pending.set(tenantId, before + scheduledDelta(decision));
     }
     if (keepHistory && (decision.next ?? timer) !== undefined) {
@@ -177,7 +175,7 @@ function historyEntry(
     return commandEntry(nowMs, command, note, "applied", { reason: `nothing to change: the timer already was ${decision.next.state}` });
   }
   if (decision.outcome === "refused")
-    return commandEntry(nowMs, command, note, "rejected", { code: decision.code, reason: decision.reason ?? QUOTA_REASON });
+    return commandEntry(nowMs, command, note, "rejected", { code: decision.code, reason: decision.reason });
   const reason = timer === undefined ? "no timer to apply it to" : ignoredReason(timer, command, prefixCancelTs);
   return commandEntry(nowMs, command, note, "ignored", { reason });
 }

@@ -25,7 +25,7 @@ export type CommandDecision =
       readonly previous: Timer | undefined;
       readonly next?: undefined;
       readonly code: "QUOTA_EXCEEDED" | "TIMER_FINAL";
-      readonly reason?: string;
+      readonly reason: string;
     };
 
 /**
@@ -223,16 +223,18 @@ function bumpCommandTs(current: Timer, timestampMs: number, nowMs: number): Comm
   return { outcome: "ignored", previous: current, next: { ...current, commandTs: timestampMs, updatedAtMs: nowMs } };
 }
 
-/** How a decision changes the number of `Scheduled` timers (for the pending gauge). */
 /**
  * The pending quota (CONTRACT §12): a decision that would raise the tenant's count of Scheduled
  * timers (`pending`, before it) above `maxPending` is refused. A reschedule of a Scheduled timer,
  * a cancel and everything that lowers the count pass. `maxPending` 0: no quota.
  */
-export function withinPendingQuota(decision: CommandDecision, pending: number, maxPending: number): CommandDecision {
+export function withinPendingQuota(decision: CommandDecision, tenantId: string, pending: number, maxPending: number): CommandDecision {
   if (maxPending === 0 || scheduledDelta(decision) <= 0 || pending + 1 <= maxPending) return decision;
-  return { outcome: "refused", previous: decision.previous, code: "QUOTA_EXCEEDED" };
+  const reason = `tenant ${tenantId} has ${maxPending} Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)`;
+  return { outcome: "refused", previous: decision.previous, code: "QUOTA_EXCEEDED", reason };
 }
+
+/** How a decision changes the number of `Scheduled` timers (for the pending gauge). */
 
 export function scheduledDelta(decision: {
   readonly previous?: { readonly state: TimerState } | undefined;

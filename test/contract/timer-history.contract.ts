@@ -145,7 +145,13 @@ export function describeTimerHistoryContract(name: string, open: () => Promise<T
 
       await apply([schedule("q-1", 1), cancel("q-2", 1)]);
       await apply([schedule("q-2", 2)], { maxPendingPerTenant: 1 });
-      expect((await historyOf("q-2")).at(-1)).toMatchObject({ outcome: "rejected", code: "QUOTA_EXCEEDED", timestampMs: 2 });
+      // The wording of the CommandRejected the producer gets.
+      expect((await historyOf("q-2")).at(-1)).toMatchObject({
+        outcome: "rejected",
+        code: "QUOTA_EXCEEDED",
+        timestampMs: 2,
+        reason: `tenant ${TENANT} has 1 Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)`,
+      });
     });
 
     it("when a timer fires or misses, then the entry has the event id, attempt, lateMs and whether it was published", async () => {

@@ -1,4 +1,4 @@
-import { connect, headers as natsHeaders, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+import { connect, headers as natsHeaders, type NatsConnection, type NodeConnectionOptions, type Status } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
 import { consumeEvents } from "./event-consumer.js";
 import { MESSAGE_SCHEMAS } from "./message-schemas.js";
@@ -125,6 +125,8 @@ export class TimerClient {
   private closed = false;
   /** False between a disconnect and the reconnect: a send then fails at once, naming the server. */
   private connected = true;
+  /** The connection's status events while the client is open; a connection the caller owns outlives the client. */
+  private readonly statuses: AsyncIterable<Status>;
 
   /** @internal use connectTimerClient */
   constructor(
@@ -135,11 +137,12 @@ export class TimerClient {
   ) {
     this.js = jetstream(connection, { timeout: options.timeoutMs });
     this.outcomes = new CommandOutcomes(connection, `${options.subjectPrefix}.outcomes.${options.tenantId}`);
+    this.statuses = connection.status();
     void this.followStatus();
   }
 
   private async followStatus(): Promise<void> {
-    for await (const status of this.connection.status()) {
+    for await (const status of this.statuses) {
       if (status.type === "disconnect") this.connected = false;
       else if (status.type === "reconnect") this.connected = true;
     }
@@ -331,6 +334,8 @@ export class TimerClient {
     if (this.closed) return;
     this.closed = true;
     this.outcomes.close();
+    // nats.js hands out a QueuedIterator; stopping it removes its listener from the connection.
+    (this.statuses as { stop?: () => void }).stop?.();
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
     if (this.owned && !this.connection.isClosed()) {
       await this.connection.drain().catch(() => this.connection.close());

@@ -369,6 +369,30 @@ describe("@timer-service/client against the service", () => {
     await nc.close();
   });
 
+  it("when a client on the caller's connection closes, then it leaves no listener or subscription on that connection", async () => {
+    const nc = await connect({ servers: nats.url });
+    // nats.js internals: the status listeners and the subscriptions the connection dispatches to,
+    // but for the one inbox every request on the connection shares (the connection's, not the client's).
+    const held = (): [number, string[]] => {
+      const { protocol } = nc as unknown as { protocol: { listeners: unknown[]; subscriptions: { all(): { subject: string }[] } } };
+      return [
+        protocol.listeners.length,
+        protocol.subscriptions
+          .all()
+          .map((s) => s.subject)
+          .filter((s) => !s.startsWith("_INBOX.")),
+      ];
+    };
+    const before = held();
+    const timers = await connectTimerClient({ nc, tenantId: "borrower" });
+    await timers.schedule({ serviceCallId: "b-1", dueAt: "2030-01-01T00:00:00Z", confirm: true });
+    expect(held()).not.toEqual(before);
+    await timers.close();
+    expect(held()).toEqual(before);
+    expect(nc.isClosed()).toBe(false);
+    await nc.close();
+  });
+
   it("when the client is closed, then its consumers stop, its connection closes and calls throw CLOSED", async () => {
     const timers = await connectTimerClient({ servers: nats.url, tenantId: "closing" });
     const sub = await timers.consume({ durable: "closing" }, () => undefined);

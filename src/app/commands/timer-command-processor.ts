@@ -166,11 +166,10 @@ export class TimerCommandProcessor {
         // Its deliveryCount is read only where a settlement depends on it: the broker's delivery info is parsed on first use.
         const message = batch[v.index]!;
         if (decision?.outcome === "refused") {
-          const reason =
-            decision.reason ??
-            `tenant ${v.command.tenantId} has ${this.deps.maxPendingPerTenant} Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)`;
           const timer = decision.previous === undefined ? undefined : outcomeTimer(decision.previous);
-          rejected.push(this.reject(message, v.type, v.refusal(decision.code, reason), timer).then((s) => void (settlements[v.index] = s)));
+          rejected.push(
+            this.reject(message, v.type, v.refusal(decision.code, decision.reason), timer).then((s) => void (settlements[v.index] = s)),
+          );
           return;
         }
         if (decision?.outcome === "ignored" && decision.retryLater === true && message.deliveryCount < REPORT_RETRY_DELIVERIES) {

@@ -23,11 +23,16 @@ const cancelled = { state: "Cancelled" } as Timer;
 describe("withinPendingQuota", () => {
   const arming: CommandDecision = { outcome: "accepted", previous: undefined, next: scheduled };
   it("when a decision adds a Scheduled timer at the quota, then it is refused; below it, it passes", () => {
-    expect(withinPendingQuota(arming, 3, 3)).toEqual({ outcome: "refused", previous: undefined, code: "QUOTA_EXCEEDED" });
-    expect(withinPendingQuota(arming, 2, 3)).toBe(arming);
+    expect(withinPendingQuota(arming, "acme", 3, 3)).toEqual({
+      outcome: "refused",
+      previous: undefined,
+      code: "QUOTA_EXCEEDED",
+      reason: "tenant acme has 3 Scheduled timers, its quota (TIMER_TENANT_MAX_PENDING)",
+    });
+    expect(withinPendingQuota(arming, "acme", 2, 3)).toBe(arming);
   });
   it("when a decision re-arms a Cancelled timer at the quota, then it is refused", () => {
-    expect(withinPendingQuota({ outcome: "accepted", previous: cancelled, next: scheduled }, 5, 5).outcome).toBe("refused");
+    expect(withinPendingQuota({ outcome: "accepted", previous: cancelled, next: scheduled }, "acme", 5, 5).outcome).toBe("refused");
   });
   it("when a decision reschedules a Scheduled timer, cancels or changes nothing, or the quota is 0, then it passes at any count", () => {
     for (const decision of [
@@ -35,9 +40,9 @@ describe("withinPendingQuota", () => {
       { outcome: "accepted", previous: scheduled, next: cancelled },
       { outcome: "ignored", previous: undefined },
     ] as CommandDecision[]) {
-      expect(withinPendingQuota(decision, 99, 3)).toBe(decision);
+      expect(withinPendingQuota(decision, "acme", 99, 3)).toBe(decision);
     }
-    expect(withinPendingQuota(arming, 99, 0)).toBe(arming);
+    expect(withinPendingQuota(arming, "acme", 99, 0)).toBe(arming);
   });
 });
 
