@@ -11,8 +11,9 @@ export abstract class PollingLoop {
   private stopping = false;
   private readonly sleeper: WakeableSleep;
 
-  constructor(clock: Clock, maxSleepMs: number) {
-    this.sleeper = new WakeableSleep(clock, maxSleepMs);
+  /** `holdsProcess` false: the loop's sleeps do not keep the process alive (a watch, a gauge). */
+  constructor(clock: Clock, maxSleepMs: number, options?: { readonly holdsProcess?: boolean }) {
+    this.sleeper = new WakeableSleep(clock, maxSleepMs, options?.holdsProcess ?? true);
   }
 
   /** One round of polls; resolves to the delay before the next. */

@@ -18,6 +18,8 @@ export class WakeableSleep {
     private readonly clock: Clock,
     /** The longest a sleep lasts, also after a wake. */
     private readonly maxMs: number,
+    /** False: a sleep does not keep the process alive (a loop nothing waits on at exit). */
+    private readonly holdsProcess = true,
   ) {}
 
   /** Work is due at `atMs` (at once, when omitted): end the sleep no later than then. */
@@ -63,5 +65,6 @@ export class WakeableSleep {
       this.timer = undefined;
       endSleep?.();
     }, delayMs);
+    if (!this.holdsProcess) this.timer.unref();
   }
 }

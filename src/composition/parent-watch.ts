@@ -1,4 +1,6 @@
 import type { Logger } from "../app/logger.js";
+import { PeriodicLoop } from "../app/periodic-loop.js";
+import { systemClock } from "../adapters/clock/system-clock.js";
 
 const CHECK_INTERVAL_MS = 200;
 
@@ -9,10 +11,9 @@ const CHECK_INTERVAL_MS = 200;
  */
 export function exitWhenParentDies(logger: Logger): void {
   const parent = process.ppid;
-  const timer = setInterval(() => {
+  new PeriodicLoop(systemClock, CHECK_INTERVAL_MS, () => {
     if (process.ppid === parent) return;
     logger.error({ parent }, "parent process died; exiting");
     process.kill(process.pid, "SIGKILL");
-  }, CHECK_INTERVAL_MS);
-  timer.unref();
+  }).start();
 }

@@ -27,6 +27,7 @@ import { NatsCommandOutcomes } from "../adapters/nats/nats-command-outcomes.js";
 import { NatsCommandConsumer } from "../adapters/nats/nats-command-consumer.js";
 import { JetStreamConsumerLease } from "../adapters/nats/jetstream-consumer-lease.js";
 import { watchStorageOutage } from "../app/storage-outage-log.js";
+import { PeriodicLoop } from "../app/periodic-loop.js";
 import type { TimerTracing } from "../app/timer-tracing.js";
 import { HeaderTracing } from "../adapters/tracing/header-tracing.js";
 
@@ -108,16 +109,14 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     throw error;
   }
   if (openedStorage.exclusive === undefined) checks.splice(checks.indexOf(leaseCheck), 1);
+  // Other instances change the count too: on a shared store the gauge is read again now and then.
   const pendingRefresh = openedStorage.shared
-    ? setInterval(() => {
-        store.countScheduled().then(
-          (count) => metrics.setPending(count),
-          (error: unknown) => logger.warn({ err: error }, "counting scheduled timers failed"),
-        );
-      }, SHARED_PENDING_REFRESH_MS)
+    ? new PeriodicLoop(clock, SHARED_PENDING_REFRESH_MS, async () => metrics.setPending(await store.countScheduled()), {
+        onError: (error) => logger.warn({ err: error }, "counting scheduled timers failed"),
+      })
     : undefined;
-  pendingRefresh?.unref();
-  const stopStorageWatch = watchStorageOutage(store, logger);
+  pendingRefresh?.start();
+  const stopStorageWatch = watchStorageOutage(store, logger, clock);
   // Queries and retention (CONTRACT §7, §9): /v1 and the admin page here; NATS endpoints and sweeps start with the work.
   const queriesAndRetention = new QueriesAndRetention({ storage: openedStorage, config, clock, logger, registry: metrics.registry });
   http.use(queriesAndRetention.routes);
@@ -134,7 +133,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     });
     warnOfOldNatsServer(broker.connection.info?.version, logger);
   } catch (error) {
-    clearInterval(pendingRefresh);
+    void pendingRefresh?.stop();
     stopStorageWatch();
     await http.close();
     await openedStorage.close();
@@ -142,11 +141,10 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   }
   const connectedBroker = broker;
   metrics.brokerConnected.set(1);
-  const brokerGauge = setInterval(
-    () => metrics.brokerConnected.set(connectedBroker.isConnected && connectedBroker.topologyReady ? 1 : 0),
-    1_000,
+  const brokerGauge = new PeriodicLoop(clock, 1_000, () =>
+    metrics.brokerConnected.set(connectedBroker.isConnected && connectedBroker.topologyReady ? 1 : 0),
   );
-  brokerGauge.unref();
+  brokerGauge.start();
 
   const acks = new JetStreamAckTracker(connectedBroker.connection, PUBLISH_ACK_TIMEOUT_MS);
   const publisher = new JetStreamEventPublisher(acks, {
@@ -281,8 +279,8 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   return {
     http: address,
     async stop() {
-      clearInterval(brokerGauge);
-      clearInterval(pendingRefresh);
+      // Before the store closes: a count in hand finishes first.
+      await Promise.all([brokerGauge.stop(), pendingRefresh?.stop()]);
       stopStorageWatch();
       await commandConsumer.stop();
       await runningLoop.stop();

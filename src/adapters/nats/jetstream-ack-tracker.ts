@@ -1,5 +1,7 @@
 import { createInbox, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import type { TraceHeaders } from "../../app/timer-tracing.js";
+import { PeriodicLoop } from "../../app/periodic-loop.js";
+import { systemClock } from "../clock/system-clock.js";
 
 /** The stream refused a publish, or no ack came in time. */
 export class JetStreamPublishError extends Error {
@@ -25,15 +27,15 @@ export class JetStreamAckTracker {
   private readonly inbox = createInbox();
   private readonly pending = new Map<number, PendingAck>();
   private nextId = 0;
-  private readonly sweeper: NodeJS.Timeout;
+  private readonly sweeper: PeriodicLoop;
 
   constructor(
     private readonly connection: NatsConnection,
     private readonly timeoutMs: number,
   ) {
     connection.subscribe(`${this.inbox}.*`, { callback: (error, message) => this.onAck(error, message) });
-    this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
-    this.sweeper.unref();
+    this.sweeper = new PeriodicLoop(systemClock, SWEEP_INTERVAL_MS, () => this.sweep());
+    this.sweeper.start();
   }
 
   /**
@@ -60,7 +62,7 @@ export class JetStreamAckTracker {
   }
 
   close(): void {
-    clearInterval(this.sweeper);
+    void this.sweeper.stop();
     this.failAll(new JetStreamPublishError("publisher closed"));
   }
 

@@ -1,6 +1,8 @@
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Logger } from "../../app/logger.js";
+import { PeriodicLoop } from "../../app/periodic-loop.js";
+import { systemClock } from "../clock/system-clock.js";
 
 /** Who holds the lease: the database it names decides; the rest helps an operator find it. */
 export interface LeaseHolder {
@@ -40,24 +42,27 @@ export class JetStreamConsumerLease {
   held = false;
   private kv: KV | undefined;
   private revision = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly renewals: PeriodicLoop;
   private stopped = false;
   private lastBlockedLogMs = 0;
 
   constructor(
     private readonly js: JetStreamClient,
     private readonly options: ConsumerLeaseOptions,
-  ) {}
+  ) {
+    this.renewals = new PeriodicLoop(systemClock, Math.max(250, Math.floor(options.ttlMs / 3)), () => this.tick(), { immediately: true });
+  }
 
   /** Tries now and then every third of the TTL, for as long as it runs. */
   start(): void {
-    void this.tick();
+    this.renewals.start();
   }
 
   /** Stops renewing and gives the lease up, so that another database may take it at once. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    // Not awaited: a renewal in hand that lands after the delete below lapses with the TTL.
+    void this.renewals.stop();
     if (!this.held || this.kv === undefined) return;
     this.held = false;
     try {
@@ -77,9 +82,6 @@ export class JetStreamConsumerLease {
       this.options.logger.warn({ err: error, held: this.held }, "consumer lease could not be checked; retrying");
       this.kv = undefined;
     }
-    if (this.stopped) return;
-    this.timer = setTimeout(() => void this.tick(), Math.max(250, Math.floor(this.options.ttlMs / 3)));
-    this.timer.unref();
   }
 
   private async renewOrAcquire(): Promise<void> {

@@ -7,6 +7,8 @@ import { BrokerUnreachableLog } from "./broker-unreachable-log.js";
 import { redactUrl } from "../../config/broker-url.js";
 import { ensureTimerTopology, type TimerTopology } from "./jetstream-topology.js";
 import { commandSources, type CommandSource } from "./command-partitions.js";
+import { PeriodicLoop } from "../../app/periodic-loop.js";
+import { systemClock } from "../clock/system-clock.js";
 
 const TOPOLOGY_RETRY_MS = 1_000;
 /** How often the streams and the consumer are checked (and recreated) while connected. */
@@ -27,7 +29,7 @@ export class NatsBroker {
   private closing = false;
   /** The first ensure (at start) creates what is missing without calling onTopologyRecreated. */
   private started = false;
-  private readonly checker: NodeJS.Timeout;
+  private readonly checker: PeriodicLoop;
   private readonly unreachable: BrokerUnreachableLog;
 
   private constructor(
@@ -44,10 +46,10 @@ export class NatsBroker {
     this.unreachable = new BrokerUnreachableLog(logger, servers);
     void this.watchStatus();
     // An operator may delete the consumer or a stream at any time: recreate it within seconds.
-    this.checker = setInterval(() => {
-      if (this.connected && this.ensuring === undefined) void this.ensureTopology();
-    }, TOPOLOGY_CHECK_MS);
-    this.checker.unref();
+    this.checker = new PeriodicLoop(systemClock, TOPOLOGY_CHECK_MS, async () => {
+      if (this.connected && this.ensuring === undefined) await this.ensureTopology();
+    });
+    this.checker.start();
   }
 
   /** Connects (waiting for the broker if it is not up yet) and ensures the topology. */
@@ -124,7 +126,7 @@ export class NatsBroker {
 
   async close(): Promise<void> {
     this.closing = true;
-    clearInterval(this.checker);
+    void this.checker.stop();
     if (this.connection.isClosed()) return;
     // drain flushes the acks and publishes still buffered; close is the fallback when it stalls.
     await Promise.race([this.connection.drain(), new Promise((r) => setTimeout(r, 2_000))]).catch(() => undefined);

@@ -1,3 +1,5 @@
+import { PeriodicLoop } from "../../app/periodic-loop.js";
+import { systemClock } from "../clock/system-clock.js";
 import { withDeadline } from "./storage-deadline.js";
 
 export interface StorageProbeOptions {
@@ -15,15 +17,16 @@ export interface StorageProbeOptions {
  * most one check runs at a time; a check still open after `timeoutMs` is a failure.
  */
 export class StorageProbe {
-  #timer: NodeJS.Timeout | undefined;
-  #stopped = false;
+  readonly #checks: PeriodicLoop;
   #failing = false;
   #lastError: unknown;
 
   constructor(
     private readonly check: () => Promise<void> | void,
     private readonly options: StorageProbeOptions,
-  ) {}
+  ) {
+    this.#checks = new PeriodicLoop(systemClock, options.intervalMs, () => this.#run(), { immediately: true });
+  }
 
   /** True until a check fails, and again from the next check that succeeds. */
   get healthy(): boolean {
@@ -36,18 +39,11 @@ export class StorageProbe {
   }
 
   start(): void {
-    this.#schedule(0);
+    this.#checks.start();
   }
 
   stop(): void {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-  }
-
-  #schedule(delayMs: number): void {
-    if (this.#stopped) return;
-    this.#timer = setTimeout(() => void this.#run(), delayMs);
-    this.#timer.unref();
+    void this.#checks.stop();
   }
 
   async #run(): Promise<void> {
@@ -60,6 +56,5 @@ export class StorageProbe {
       this.#lastError = error;
       this.options.onResult?.(error);
     }
-    this.#schedule(this.options.intervalMs);
   }
 }
