@@ -44,6 +44,9 @@ export function natsConnectionOptions(servers: readonly string[], given: NatsCre
     reconnectJitter: 100,
     pingInterval: 10_000,
     maxPingOut: 3,
+    // Otherwise every request (the backlog bypass reads a stream message per request) builds an
+    // Error with a stack trace up front, and its time-out another, for the case that it fails.
+    noAsyncTraces: true,
   };
   if (credentials.user !== undefined) {
     options.user = credentials.user;
