@@ -4,6 +4,7 @@ import { doublingBackoffMs } from "../../app/doubling-backoff.js";
 import { redactDatabaseUrl } from "../../config/database-url.js";
 import { isConnectionFault } from "./connection-fault.js";
 import { DatabaseSetupError } from "./database-setup-error.js";
+import { UnreachableLog } from "../unreachable-log.js";
 
 /** The first wait between two attempts; it doubles up to the cap. */
 const FIRST_RETRY_MS = 250;
@@ -38,8 +39,14 @@ export async function waitUntilPostgresAnswers(options: PostgresAvailabilityOpti
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const database = redactDatabaseUrl(options.url);
+  const unreachable = new UnreachableLog(
+    options.logger,
+    { database },
+    "Postgres database unreachable; still trying (TIMER_DATABASE_URL)",
+    now,
+    DATABASE_UNREACHABLE_LOG_INTERVAL_MS,
+  );
   let attempts = 0;
-  let lastLoggedAtMs: number | undefined;
   for (;;) {
     const client = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.timeoutMs });
     // A failed connect may also emit `error`; the rejected promise below reports it.
@@ -57,14 +64,7 @@ export async function waitUntilPostgresAnswers(options: PostgresAvailabilityOpti
       }
       if (!isConnectionFault(error)) throw error;
       attempts += 1;
-      const at = now();
-      if (lastLoggedAtMs === undefined || at - lastLoggedAtMs >= DATABASE_UNREACHABLE_LOG_INTERVAL_MS) {
-        lastLoggedAtMs = at;
-        options.logger.warn(
-          { database, attempts, error: error instanceof Error ? error.message : String(error) },
-          "Postgres database unreachable; still trying (TIMER_DATABASE_URL)",
-        );
-      }
+      unreachable.attempt(error);
       await sleep(doublingBackoffMs(attempts, FIRST_RETRY_MS, RETRY_CAP_MS));
     }
   }

@@ -10,7 +10,7 @@ import type { CommandRejected, RejectionCode } from "../timer-event-publisher.js
 import type { CommandType } from "../timer-metrics.js";
 import { jsonDepth, toJsonText } from "./json-text.js";
 import { DEFAULT_BACKOFF_MS, DEFAULT_COMPLETION_TIMEOUT_MS, type DeliveryPolicy } from "../../domain/delivery-rules.js";
-import { isCodePointText, isServiceCallId, isTenantId, UNKNOWN_TENANT } from "./command-text.js";
+import { envelopeId, isCodePointText, isEnvelope, isServiceCallId, isTenantId, UNKNOWN_TENANT } from "./command-text.js";
 import { COMMAND_KINDS, isCommandKind, parseCommandSubject, type CommandSubject } from "../subjects.js";
 import {
   cancelTimerPayloadSchema,
@@ -212,12 +212,12 @@ export class CommandDecoder {
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       return context.reject("INVALID_ENVELOPE", "message body is not a JSON object");
     }
-    const isEnvelope = Object.hasOwn(body, "payload");
-    if (isEnvelope) context.readEnvelope(body as Record<string, unknown>);
+    const enveloped = isEnvelope(body);
+    if (enveloped) context.readEnvelope(body as Record<string, unknown>);
     else context.readPayload(body as Record<string, unknown>);
 
     let envelope: CommandEnvelope | undefined;
-    if (isEnvelope) {
+    if (enveloped) {
       const parsed = commandEnvelopeSchema.safeParse(body);
       if (!parsed.success) return context.reject("INVALID_ENVELOPE", describeIssue("envelope", parsed.error));
       envelope = parsed.data;
@@ -363,7 +363,7 @@ class RejectionContext {
   }
 
   readEnvelope(envelope: Record<string, unknown>): void {
-    if (isCodePointText(envelope.id, 1, 128)) this.commandId = envelope.id;
+    this.commandId = envelopeId(envelope);
     if (isCodePointText(envelope.correlationId, 1, 128)) this.correlationId = envelope.correlationId;
     const payload = envelope.payload;
     if (typeof payload === "object" && payload !== null) this.readPayload(payload as Record<string, unknown>);

@@ -1,6 +1,6 @@
 import type { TimerState } from "../../domain/timer.js";
 import type { RejectionCode } from "../timer-event-publisher.js";
-import { isCodePointText } from "./command-text.js";
+import { envelopeId, isEnvelope } from "./command-text.js";
 import type { RawCommand } from "./command-decoder.js";
 
 /** The header a sender sets to ask for its command's `CommandOutcome` (CONTRACT §19). */
@@ -52,8 +52,8 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 export function commandIdOf(message: RawCommand): string {
   try {
     const body: unknown = JSON.parse(utf8.decode(message.body));
-    const envelope = typeof body === "object" && body !== null && Object.hasOwn(body, "payload") ? (body as { id?: unknown }) : undefined;
-    if (isCodePointText(envelope?.id, 1, 128)) return envelope.id;
+    const id = isEnvelope(body) ? envelopeId(body) : undefined;
+    if (id !== undefined) return id;
   } catch {
     // Not JSON: no id of its own.
   }

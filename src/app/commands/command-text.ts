@@ -27,6 +27,16 @@ export function isCodePointText(value: unknown, min: number, max: number): value
   return length >= min && length <= max && !LONE_SURROGATE.test(value);
 }
 
+/** A command body is an envelope when it is a JSON object with its own `payload`; else a bare payload. */
+export function isEnvelope(body: unknown): body is Record<string, unknown> {
+  return typeof body === "object" && body !== null && !Array.isArray(body) && Object.hasOwn(body, "payload");
+}
+
+/** The sender's id of an envelope: 1 to 128 code points, else none. */
+export function envelopeId(envelope: Record<string, unknown>): string | undefined {
+  return isCodePointText(envelope.id, 1, 128) ? envelope.id : undefined;
+}
+
 export function isServiceCallId(value: unknown): value is string {
   return isCodePointText(value, 1, 256) && !CONTROL_CHARACTER.test(value);
 }
