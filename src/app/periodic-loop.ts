@@ -4,14 +4,15 @@ import { PollingLoop } from "./polling-loop.js";
 /**
  * A task run every `periodMs` on the loop shape of the firing loops: one at a time (a slow run
  * delays the next, never overlaps it), stopped with `stop`, woken early with `wake`. The first run
- * comes after one period unless `immediately`. A run that throws is handed to `onError`; the loop
- * goes on.
+ * comes after one period unless `immediately`, also after a restart. A run that throws is handed to
+ * `onError` (by default thrown again outside the loop, as from a timer callback); the loop goes on.
  */
 export class PeriodicLoop extends PollingLoop {
   readonly #periodMs: number;
   readonly #task: () => void | Promise<void>;
   readonly #onError: (error: unknown) => void;
-  #waited: boolean;
+  readonly #immediately: boolean;
+  #waited = false;
 
   constructor(
     clock: Clock,
@@ -22,8 +23,18 @@ export class PeriodicLoop extends PollingLoop {
     super(clock, periodMs, { holdsProcess: options.holdsProcess ?? false });
     this.#periodMs = periodMs;
     this.#task = task;
-    this.#onError = options.onError ?? (() => undefined);
-    this.#waited = options.immediately === true;
+    // By default an error surfaces as a timer callback's would: an uncaught exception.
+    this.#onError =
+      options.onError ??
+      ((error) =>
+        queueMicrotask(() => {
+          throw error;
+        }));
+    this.#immediately = options.immediately === true;
+  }
+
+  protected override beginRun(): void {
+    this.#waited = this.#immediately;
   }
 
   protected async cycle(): Promise<number> {

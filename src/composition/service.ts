@@ -279,8 +279,8 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
   return {
     http: address,
     async stop() {
-      // Before the store closes: a count in hand finishes first.
-      await Promise.all([brokerGauge.stop(), pendingRefresh?.stop()]);
+      // Awaited just before the store closes: a count in hand must not hold up the rest.
+      const gaugesStopped = Promise.all([brokerGauge.stop(), pendingRefresh?.stop()]);
       stopStorageWatch();
       await commandConsumer.stop();
       await runningLoop.stop();
@@ -294,6 +294,7 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
         .catch((error: unknown) => logger.warn({ err: error }, "releasing claims failed; they expire by themselves"));
       await connectedBroker.close();
       acks.close();
+      await gaugesStopped;
       await openedStorage.close();
       await http.close();
       // Last, so that the spans of the final batch go out too.

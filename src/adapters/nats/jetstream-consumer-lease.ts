@@ -29,6 +29,8 @@ export interface ConsumerLeaseOptions {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** How long `stop` waits for a renewal in hand before it gives the lease up. */
+const STOP_RENEWAL_WAIT_MS = 1_000;
 /** A blocked instance says why at most this often. */
 const BLOCKED_LOG_INTERVAL_MS = 30_000;
 
@@ -61,10 +63,11 @@ export class JetStreamConsumerLease {
   /** Stops renewing and gives the lease up, so that another database may take it at once. */
   async stop(): Promise<void> {
     this.stopped = true;
-    // Not awaited: a renewal in hand that lands after the delete below lapses with the TTL.
-    void this.renewals.stop();
-    if (!this.held || this.kv === undefined) return;
+    // A renewal in hand lands first (waited for briefly), so that the delete below removes what it wrote.
+    await Promise.race([this.renewals.stop(), new Promise((resolve) => setTimeout(resolve, STOP_RENEWAL_WAIT_MS).unref())]);
     this.held = false;
+    // Never written (blocked all along): nothing to give up.
+    if (this.kv === undefined || this.revision === 0) return;
     try {
       // Deleted only if still ours: a revision mismatch means someone else has it already.
       await this.kv.delete(this.options.key, { previousSeq: this.revision });
@@ -99,7 +102,8 @@ export class JetStreamConsumerLease {
     }
     // Free, or ours (a renewal, or a restart on the same database): write it, guarded by revision.
     this.revision = entry === null ? await kv.create(this.options.key, value) : await kv.update(this.options.key, value, entry.revision);
-    if (!this.held) {
+    // Not once stopping: the work it would start again is being stopped.
+    if (!this.held && !this.stopped) {
       this.held = true;
       this.options.logger.info({ key: this.options.key, storeId: this.options.holder.storeId }, "consumer lease acquired");
       this.options.onAcquired();

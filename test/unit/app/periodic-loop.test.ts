@@ -95,4 +95,26 @@ describe("PeriodicLoop", () => {
     await advance(1_000);
     expect(finished).toBe(1);
   });
+
+  it("when started again while its stop is still ending, then one loop runs on after the run in hand, a period later, never two", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const starts: number[] = [];
+    const loop = started(
+      new PeriodicLoop(dateClock, 100, async () => {
+        starts.push(Date.now() - T0);
+        most = Math.max(most, ++inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        inFlight--;
+      }),
+    );
+    await advance(120); // the first run is in hand (100 → 150)
+    const stopping = loop.stop();
+    loop.start();
+    await advance(30); // the run in hand ends at 150; the new one waits its period
+    await stopping;
+    await advance(500);
+    expect(most).toBe(1);
+    expect(starts).toEqual([100, 250, 400, 550]);
+  });
 });
