@@ -4,8 +4,8 @@ import { timerKeyString, type Timer, type TimerKey } from "../domain/timer.js";
 import type { CancelTimerCommand, KeyCommand, TimerCommand } from "../domain/timer-command.js";
 import { PrefixCancelIndex, type PrefixCancel } from "../domain/prefix-cancel.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
-import { commandEntry, ignoredReason, prefixCancelEntry, type CommandNote } from "../domain/timer-history.js";
-import { appliedWithoutChange } from "../domain/key-decision.js";
+import { commandEntry, prefixCancelEntry, type CommandNote } from "../domain/timer-history.js";
+import { decisionOutcome } from "./commands/decision-outcome.js";
 
 /**
  * The rules every store applies the same way around the domain's decision (`decideCommand`); each
@@ -148,7 +148,7 @@ export function decideCommandBatch(commands: readonly TimerCommand[], rules: Dec
       history.push({
         tenantId,
         serviceCallId,
-        entry: historyEntry(command, timer, decision, prefixCancelTs, rules.commandNotes?.[i], nowMs),
+        entry: historyEntry(command, decision, rules.commandNotes?.[i], nowMs, rules.retentionMs ?? 0),
       });
     }
     if (decision.next !== undefined) {
@@ -160,24 +160,22 @@ export function decideCommandBatch(commands: readonly TimerCommand[], rules: Dec
   return { decisions, changed: [...changed.values()], cancels, history };
 }
 
-/** The history entry of a command that reached a timer (CONTRACT §19). */
+/**
+ * The history entry of a command that reached a timer (CONTRACT §19). Why it was ignored, or applied
+ * without a change, is said in the words of its outcome; a history does not know the delivery count.
+ */
 function historyEntry(
   command: KeyCommand,
-  timer: Timer | undefined,
   decision: CommandDecision,
-  prefixCancelTs: number | null,
   note: CommandNote | undefined,
   nowMs: number,
+  retentionMs: number,
 ): string {
   if (decision.outcome === "accepted") return commandEntry(nowMs, command, note, "applied");
-  // §3.2: a newer command that changes nothing still applies (it moves commandTs), as its outcome says.
-  if (decision.next !== undefined && appliedWithoutChange(decision, command.timestampMs)) {
-    return commandEntry(nowMs, command, note, "applied", { reason: `nothing to change: the timer already was ${decision.next.state}` });
-  }
   if (decision.outcome === "refused")
     return commandEntry(nowMs, command, note, "rejected", { code: decision.code, reason: decision.reason });
-  const reason = timer === undefined ? "no timer to apply it to" : ignoredReason(timer, command, prefixCancelTs);
-  return commandEntry(nowMs, command, note, "ignored", { reason });
+  const { outcome, reason } = decisionOutcome(command, decision, { nowMs, retentionMs, deliveryCount: 1 });
+  return commandEntry(nowMs, command, note, outcome, { reason });
 }
 
 /** One step of a prefix cancel's background sweep over the next timers of the prefix (in key order). */
@@ -221,50 +219,4 @@ export function decideSweepStep(batch: readonly Timer[], commandTs: number, limi
  */
 export function firingOverriddenByPrefixCancel(prefixCancelTs: number | null, next: TimerAfterFiring): boolean {
   return next.state !== "Cancelled" && prefixCancelTs !== null && prefixCancelTs >= next.commandTs;
-}
-
-/**
- * What the service reads of a timer a command decided on: its state and the instants its metrics and
- * wake-ups need, and what a `CommandOutcome` tells of it and why a command was ignored (CONTRACT §19).
- */
-export type DecidedTimer = Pick<
-  Timer,
-  "state" | "dueAtMs" | "firedAtMs" | "completedAtMs" | "deadlineAtMs" | "commandTs" | "generation" | "occurrence" | "repeat"
->;
-
-/** `D` with its timers as `DecidedTimer`s; a decision that never has `next` (refused) still has none. */
-type WithDecidedTimers<D> = D extends { readonly next?: infer Next }
-  ? Omit<D, "previous" | "next"> & {
-      readonly previous: DecidedTimer | undefined;
-      readonly next?: Next extends Timer ? DecidedTimer : undefined;
-    }
-  : never;
-
-/**
- * A command's decision as `applyCommands` reports it: a `CommandDecision` whose timers may be
- * reduced to `DecidedTimer` (`appliedDecision`), so that a store deciding on another thread sends
- * back only what is read of them.
- */
-export type AppliedDecision = WithDecidedTimers<CommandDecision>;
-
-function decidedTimer({
-  state,
-  dueAtMs,
-  firedAtMs,
-  completedAtMs,
-  deadlineAtMs,
-  commandTs,
-  generation,
-  occurrence,
-  repeat,
-}: Timer): DecidedTimer {
-  return { state, dueAtMs, firedAtMs, completedAtMs, deadlineAtMs, commandTs, generation, occurrence, repeat };
-}
-
-/** `decision` with its timers reduced to what the service reads of them: less to copy across threads. */
-export function appliedDecision(decision: CommandDecision): AppliedDecision {
-  const previous = decision.previous === undefined ? undefined : decidedTimer(decision.previous);
-  if (decision.outcome === "refused") return { ...decision, previous };
-  const { next } = decision;
-  return { ...decision, previous, next: next === undefined ? undefined : decidedTimer(next) };
 }

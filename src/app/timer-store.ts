@@ -4,7 +4,8 @@ import type { CommandDecision } from "../domain/command-rules.js";
 import type { TimerAfterFiring } from "../domain/firing-rules.js";
 import type { DeadlineTimer, TimerAfterDeadline } from "../domain/delivery-rules.js";
 import type { PrefixCancel } from "../domain/prefix-cancel.js";
-import type { AppliedDecision, DecideRules } from "./command-batch.js";
+import type { DecideRules } from "./command-batch.js";
+import type { AppliedDecision } from "./applied-decision.js";
 import type { HistoryAppend } from "../domain/timer-history.js";
 
 /**

@@ -1,6 +1,4 @@
-import { isClosedToCommands, type Timer } from "./timer.js";
 import type { KeyCommand } from "./timer-command.js";
-import { isRetryable } from "./retry-timer-rules.js";
 
 /**
  * A timer's own history (CONTRACT §19): its last entries, oldest first. Each entry is built as JSON
@@ -184,27 +182,4 @@ export function historyEntryTexts(stored: string | null | undefined): string[] {
 export function parseHistory(stored: string | null | undefined): HistoryEntry[] {
   if (stored == null || stored === "") return [];
   return JSON.parse(stored) as HistoryEntry[];
-}
-
-/**
- * Why a command that reached `previous` was ignored (CONTRACT §19): an older or equal
- * `timestampMs`, a timer closed to commands, a prefix cancel, or the rule of its kind.
- */
-export function ignoredReason(previous: Timer, command: KeyCommand, prefixCancelTs: number | null): string {
-  const blocked = `blocked by a prefix cancel at timestampMs ${prefixCancelTs}`;
-  const covered = prefixCancelTs !== null && command.timestampMs <= prefixCancelTs;
-  if (covered && !isClosedToCommands(previous.state)) return blocked;
-  if (command.kind === "complete" || command.kind === "fail") {
-    if (previous.state === "Scheduled") return "the timer has not been recorded Fired yet";
-    if (previous.state !== "Fired" || !previous.delivery) return `the timer is ${previous.state}, not a tracked Fired timer`;
-  } else if (command.kind === "retry") {
-    if (!isRetryable(previous.state)) return `the timer is ${previous.state}; only Failed, TimedOut and Missed timers are retried`;
-  } else if (isClosedToCommands(previous.state)) return `the timer is ${previous.state}, closed to commands`;
-  if (command.timestampMs < previous.commandTs) return `older timestampMs than the timer's last command (${previous.commandTs})`;
-  if (command.timestampMs === previous.commandTs) return "equal timestampMs to the timer's last command (a redelivery or a repeat)";
-  // A retry the prefix cancel would stop from firing (retry-timer-rules.ts).
-  if (covered && command.kind === "retry") return blocked;
-  if (command.kind === "fail") return "no publish in hand: a retry is already waiting";
-  if (command.kind === "cancel") return "the timer is already Cancelled";
-  return command.kind === "schedule" ? "the timer already fires exactly that" : "it changes nothing";
 }

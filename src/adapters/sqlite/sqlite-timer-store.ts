@@ -14,7 +14,8 @@ import type {
   PrefixCancelSweep,
   TimerStore,
 } from "../../app/timer-store.js";
-import type { AppliedDecision, DecideRules } from "../../app/command-batch.js";
+import type { DecideRules } from "../../app/command-batch.js";
+import type { AppliedDecision } from "../../app/applied-decision.js";
 import type { TimerRetention } from "../../app/retention/timer-retention.js";
 import type { DeadlineTimer } from "../../domain/delivery-rules.js";
 import { deliveryOf, withoutUnsetTrace } from "../delivery-columns.js";

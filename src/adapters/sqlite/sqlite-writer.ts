@@ -1,13 +1,8 @@
 import type Database from "better-sqlite3";
 import type { DeadlineRecord, Firing } from "../../app/timer-store.js";
-import {
-  appliedDecision,
-  decideCommandBatch,
-  decideSweepStep,
-  firingOverriddenByPrefixCancel,
-  quotaTenants,
-} from "../../app/command-batch.js";
-import type { AppliedDecision, DecideRules } from "../../app/command-batch.js";
+import { decideCommandBatch, decideSweepStep, firingOverriddenByPrefixCancel, quotaTenants } from "../../app/command-batch.js";
+import type { DecideRules } from "../../app/command-batch.js";
+import { appliedDecision, type AppliedDecision } from "../../app/applied-decision.js";
 import { timerKeyString, type Timer, type TimerKey } from "../../domain/timer.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandDecision } from "../../domain/command-rules.js";

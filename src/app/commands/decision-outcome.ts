@@ -4,7 +4,7 @@ import { isRetryable } from "../../domain/retry-timer-rules.js";
 import { isClosedToCommands } from "../../domain/timer.js";
 import { appliedWithoutChange } from "../../domain/key-decision.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
-import type { AppliedDecision, DecidedTimer } from "../command-batch.js";
+import type { AppliedDecision, DecidedTimer } from "../applied-decision.js";
 import type { OutcomeKind, OutcomeTimer } from "./command-outcomes.js";
 
 /** What the outcome of a stored command says (CONTRACT §19); a refusal is a rejection instead. */

@@ -1,5 +1,5 @@
 import { scheduledDelta } from "../../domain/command-rules.js";
-import type { AppliedDecision } from "../command-batch.js";
+import type { AppliedDecision } from "../applied-decision.js";
 import type { TimerCommand } from "../../domain/timer-command.js";
 import type { CommandRejected } from "../timer-event-publisher.js";
 import type { Clock } from "../clock.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { decideCommand } from "../../../src/domain/command-rules.js";
 import type { Timer, TimerState } from "../../../src/domain/timer.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
-import { appliedDecision } from "../../../src/app/command-batch.js";
+import { appliedDecision } from "../../../src/app/applied-decision.js";
 import { decisionOutcome } from "../../../src/app/commands/decision-outcome.js";
 
 /** The reasons of outcomes the integration tests do not reach easily, from the domain's own decisions. */

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { appendHistory, commandEntry, firingEntry, ignoredReason, parseHistory, timeoutEntry } from "../../../src/domain/timer-history.js";
+import { appendHistory, commandEntry, firingEntry, parseHistory, timeoutEntry } from "../../../src/domain/timer-history.js";
 import type { KeyCommand } from "../../../src/domain/timer-command.js";
-import type { Timer } from "../../../src/domain/timer.js";
 
 const NOW = Date.parse("2026-12-01T09:00:00.000Z");
 const cancel = (timestampMs: number): KeyCommand => ({
@@ -58,50 +57,5 @@ describe("timer history (CONTRACT §19)", () => {
       { at: "2026-12-01T09:00:00.000Z", kind: "fired", eventId: "acme:a:1:2", attempt: 1, lateMs: 12, occurrence: 3, published: true },
       { at: "2026-12-01T09:00:00.000Z", kind: "timeout", attempt: 2, then: "TimedOut: no attempts left" },
     ]);
-  });
-});
-
-describe("ignoredReason (CONTRACT §19)", () => {
-  const timer = (state: Timer["state"], extra: Partial<Timer> = {}): Timer => ({
-    tenantId: "acme",
-    serviceCallId: "a",
-    state,
-    dueAtMs: NOW,
-    data: null,
-    correlationId: null,
-    commandTs: 10,
-    generation: 1,
-    registeredAtMs: NOW,
-    reachedAtMs: null,
-    updatedAtMs: NOW,
-    repeat: null,
-    occurrence: 1,
-    maxLatenessMs: null,
-    ...extra,
-  });
-  const retry = (timestampMs: number): KeyCommand => ({
-    kind: "retry",
-    tenantId: "acme",
-    serviceCallId: "a",
-    correlationId: null,
-    timestampMs,
-  });
-
-  it.each([
-    ["an older timestampMs", timer("Scheduled"), cancel(9), null, /older timestampMs/],
-    ["an equal timestampMs", timer("Scheduled"), cancel(10), null, /equal timestampMs/],
-    ["a timer closed to commands", timer("Reached"), cancel(11), null, /Reached, closed to commands/],
-    ["a prefix cancel", timer("Scheduled"), cancel(11), 12, /prefix cancel/],
-    ["a retry a prefix cancel covers", timer("Missed"), retry(11), 12, /prefix cancel/],
-    ["a retry of a timer that is not retryable", timer("Scheduled"), retry(11), null, /only Failed, TimedOut and Missed/],
-    [
-      "a report before the firing is recorded",
-      timer("Scheduled"),
-      { ...cancel(11), kind: "complete", result: null } as KeyCommand,
-      null,
-      /not been recorded Fired/,
-    ],
-  ] as const)("when a command is ignored for %s, then the reason says so", (_name, previous, command, prefixCancelTs, reason) => {
-    expect(ignoredReason(previous, command, prefixCancelTs)).toMatch(reason);
   });
 });
