@@ -35,7 +35,10 @@ function extras(entry: TimerHistoryEntry): string[] {
     .map(([name, value]) => `${name} ${typeof value === "string" ? value : JSON.stringify(value)}`);
 }
 
-/** What happened, in a few words: `ScheduleTimer applied (command 3f2a…)`, `fired, attempt 2, 12 ms late`. */
+/**
+ * What happened, in a few words: `ScheduleTimer applied (command 3f2a…)`, `fired, attempt 2, 12 ms late`;
+ * why, where the service said (ignored, rejected, applied without a change).
+ */
 export function describeEntry(entry: TimerHistoryEntry): string {
   const parts: string[] = [];
   if (entry.kind === "command") {
@@ -44,7 +47,9 @@ export function describeEntry(entry: TimerHistoryEntry): string {
         ? `ignored: ${entry.reason ?? "no reason given"}`
         : entry.outcome === "rejected"
           ? `rejected ${entry.code ?? ""}${entry.reason === undefined ? "" : `: ${entry.reason}`}`.trimEnd()
-          : (entry.outcome ?? "");
+          : entry.outcome === "applied" && entry.reason !== undefined
+            ? `applied: ${entry.reason}`
+            : (entry.outcome ?? "");
     parts.push(`${entry.type ?? "command"} ${outcome}`.trimEnd());
     if (entry.commandId !== undefined) parts.push(`command ${entry.commandId}`);
     const token = str(entry.token) ?? str(entry.via);

@@ -130,6 +130,15 @@ describe("timer-client history", () => {
         { at: "2026-03-01T09:00:00.012Z", kind: "fired", eventId: "acme:order-7:1772355600000:2", attempt: 1, lateMs: 12 },
         { at: "2026-03-01T09:05:00.000Z", kind: "timeout", attempt: 1 },
         { at: "2026-03-01T09:06:00.000Z", kind: "command", type: "RetryTimer", commandId: "c-3", outcome: "applied", action: "retry" },
+        {
+          at: "2026-03-01T09:07:00.000Z",
+          kind: "command",
+          type: "CancelTimer",
+          commandId: "c-4",
+          timestampMs: 4,
+          outcome: "applied",
+          reason: "nothing to change: the timer already was Cancelled as the command asks",
+        },
       ],
     });
     const result = await cli("history", "order-7", "--tenant", "acme");
@@ -143,10 +152,11 @@ describe("timer-client history", () => {
       "  2026-03-01T09:00:00.012Z  fired    fired, attempt 1, 12 ms late, event acme:order-7:1772355600000:2",
       "  2026-03-01T09:05:00.000Z  timeout  completion timed out, attempt 1",
       "  2026-03-01T09:06:00.000Z  command  RetryTimer applied, command c-3, action retry",
+      "  2026-03-01T09:07:00.000Z  command  CancelTimer applied: nothing to change: the timer already was Cancelled as the command asks, command c-4",
       "",
     ]);
     const json = await cli("history", "order-7", "--tenant", "acme", "--json");
-    expect(JSON.parse(json.stdout).history).toHaveLength(6);
+    expect(JSON.parse(json.stdout).history).toHaveLength(7);
   });
 
   it("when the timer is unknown, then it says so and exits 1", async () => {
