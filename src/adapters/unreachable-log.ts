@@ -7,7 +7,7 @@ import type { Logger } from "../app/logger.js";
  * hours does not flood the log.
  */
 export class UnreachableLog {
-  private attempts = 0;
+  #attempts = 0;
   private lastLoggedAtMs: number | undefined;
 
   constructor(
@@ -18,22 +18,27 @@ export class UnreachableLog {
     private readonly intervalMs: number,
   ) {}
 
+  /** The attempts of the outage so far. */
+  get attempts(): number {
+    return this.#attempts;
+  }
+
   /** A new outage whose start was already logged (a disconnect line): the next line waits. */
   outageLogged(): void {
-    this.attempts = 0;
+    this.#attempts = 0;
     this.lastLoggedAtMs = this.now();
   }
 
   /** One more attempt failed or is under way. */
   attempt(error?: unknown): void {
-    this.attempts += 1;
+    this.#attempts += 1;
     const now = this.now();
     if (this.lastLoggedAtMs !== undefined && now - this.lastLoggedAtMs < this.intervalMs) return;
     this.lastLoggedAtMs = now;
     this.logger.warn(
       {
         ...this.fields,
-        attempts: this.attempts,
+        attempts: this.#attempts,
         ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
       },
       this.message,
@@ -42,8 +47,8 @@ export class UnreachableLog {
 
   /** The server answered: returns how many attempts the outage took and starts counting afresh. */
   reached(): number {
-    const attempts = this.attempts;
-    this.attempts = 0;
+    const attempts = this.#attempts;
+    this.#attempts = 0;
     this.lastLoggedAtMs = undefined;
     return attempts;
   }

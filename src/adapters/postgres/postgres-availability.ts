@@ -46,7 +46,6 @@ export async function waitUntilPostgresAnswers(options: PostgresAvailabilityOpti
     now,
     DATABASE_UNREACHABLE_LOG_INTERVAL_MS,
   );
-  let attempts = 0;
   for (;;) {
     const client = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.timeoutMs });
     // A failed connect may also emit `error`; the rejected promise below reports it.
@@ -54,6 +53,7 @@ export async function waitUntilPostgresAnswers(options: PostgresAvailabilityOpti
     try {
       await client.connect();
       await client.end();
+      const attempts = unreachable.reached();
       if (attempts > 0) options.logger.info({ database, attempts }, "Postgres database reached");
       return;
     } catch (error) {
@@ -63,9 +63,8 @@ export async function waitUntilPostgresAnswers(options: PostgresAvailabilityOpti
         throw new DatabaseSetupError(code, `TIMER_DATABASE_URL ${database}: ${(error as Error).message}; ${SETUP_ADVICE[code]}`);
       }
       if (!isConnectionFault(error)) throw error;
-      attempts += 1;
       unreachable.attempt(error);
-      await sleep(doublingBackoffMs(attempts, FIRST_RETRY_MS, RETRY_CAP_MS));
+      await sleep(doublingBackoffMs(unreachable.attempts, FIRST_RETRY_MS, RETRY_CAP_MS));
     }
   }
 }
