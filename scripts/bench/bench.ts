@@ -274,8 +274,8 @@ const TARGETS: Target[] = [
   // write path was narrowed (70fd28e), same run; the drain against the raw consume of that phase.
   { name: "backlog drain CPU/cmd, current / v1", path: "ingest.backlogVsV1.ratio", op: "<=", target: 1.0, unit: "x" },
   { name: "backlog drain CPU/cmd, current / before", path: "ingest.backlogVsV1.currentToBefore", op: "<=", target: 0.7, unit: "x" },
-  { name: "backlog drain rate / raw consume", path: "ingest.backlogVsV1.currentDrainToRawConsume", op: ">=", target: 0.3, unit: "x" },
-  { name: "ingest, 1M pending / empty store", path: "ingest.pending1MToEmpty", op: ">=", target: 0.7, unit: "x" },
+  { name: "backlog drain rate / raw consume", path: "ingest.backlogVsV1.currentDrainToRawConsume", op: ">=", target: 0.4, unit: "x" },
+  { name: "ingest, 1M pending / empty store", path: "ingest.pending1MToEmpty", op: ">=", target: 0.8, unit: "x" },
   { name: "100k overdue drained (from process start)", path: "recovery.fromStartS", op: "<=", target: 5, unit: "s", scalesWithCount: true },
   { name: "1M pending: poll p99", path: "pollAt1M.pollP99Ms", op: "<=", target: 20, unit: "ms" },
   { name: "1M pending: RSS", path: "pollAt1M.rssMB", op: "<=", target: 300, unit: "MB" },
@@ -284,8 +284,10 @@ const TARGETS: Target[] = [
   { name: "100k recurring every 10 s: lag p99", path: "recurringLoad.p99Ms", op: "<=", target: 50, unit: "ms" },
   // Ours / BullMQ's in the same run, against Redis with appendfsync always (fsync per write, like ours).
   { name: "100k burst, ours / BullMQ's time", path: "peers.ratios.always.burstSeconds", op: "<=", target: 0.5, unit: "x" },
-  { name: "low-load lag p99, ours / BullMQ's (hz 100)", path: "peers.ratios.always.lagP99", op: "<=", target: 1, unit: "x" },
-  { name: "ingest, ours / BullMQ's add rate", path: "peers.ratios.always.ingestToAdd", op: ">=", target: 1, unit: "x" },
+  { name: "low-load lag p99, ours / BullMQ's (hz 100)", path: "peers.ratios.always.lagP99", op: "<=", target: 0.5, unit: "x" },
+  { name: "ingest, ours / BullMQ's add rate", path: "peers.ratios.always.ingestToAdd", op: ">=", target: 1.5, unit: "x" },
+  // The same against Redis fsyncing once a second (its AOF default): BullMQ's faster configuration.
+  { name: "ingest, ours / BullMQ's add rate (everysec)", path: "peers.ratios.everysec.ingestToAdd", op: ">=", target: 1.5, unit: "x" },
 ];
 
 function lookup(results: Record<string, unknown>, path: string): unknown {

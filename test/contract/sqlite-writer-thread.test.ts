@@ -114,16 +114,16 @@ describe("SQLite writer thread", () => {
     cleanups.push(() => void other.close());
     other.exec("BEGIN EXCLUSIVE");
 
-    await expect(thread.request("probe", [])).rejects.toMatchObject({ code: expect.stringMatching(/^SQLITE_BUSY/) });
+    await expect(thread.submit({ op: "probe" })).rejects.toMatchObject({ code: expect.stringMatching(/^SQLITE_BUSY/) });
     other.exec("ROLLBACK");
-    await expect(thread.request("probe", [])).resolves.toBeUndefined();
+    await expect(thread.submit({ op: "probe" })).resolves.toBeUndefined();
   });
 
   it("when the thread is gone, then every request fails and says why", async () => {
     const thread = await start();
     await thread.close();
 
-    await expect(thread.request("probe", [])).rejects.toThrow(/writer thread is closed/);
+    await expect(thread.submit({ op: "probe" })).rejects.toThrow(/writer thread is closed/);
     expect(thread.failure?.message).toMatch(/writer thread is closed/);
   });
 

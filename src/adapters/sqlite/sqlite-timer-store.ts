@@ -148,7 +148,9 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<AppliedDecision[]> {
-    const { decisions, cancels } = await this.#write(this.#writer.request("applyCommands", [commands, rules, this.#clock.now()]));
+    const { decisions, cancels } = await this.#write(
+      this.#writer.submit({ op: "applyCommands", commands, rules, recordedAtMs: this.#clock.now() }),
+    );
     for (const cancel of cancels) this.#prefixIndex.add(cancel);
     return decisions;
   }
@@ -216,7 +218,7 @@ export class SqliteTimerStore implements TimerStore {
   }
 
   async recordDeadlines(records: readonly DeadlineRecord[]): Promise<TimerKey[]> {
-    return this.#write(this.#writer.request("recordDeadlines", [records]));
+    return this.#write(this.#writer.submit({ op: "recordDeadlines", records }));
   }
 
   async nextDeadlineAt(): Promise<number | null> {
@@ -225,8 +227,7 @@ export class SqliteTimerStore implements TimerStore {
 
   /** Records queued back to back on the writer share one transaction (sqlite-writer.worker.ts). */
   async recordFirings(firings: readonly Firing[]): Promise<TimerKey[]> {
-    const [recorded] = await this.#write(this.#writer.request("recordFirings", [[firings]]));
-    return recorded!;
+    return this.#write(this.#writer.submit({ op: "recordFirings", firings }));
   }
 
   async unfinishedPrefixCancels(): Promise<PrefixCancelSweep[]> {
@@ -242,7 +243,9 @@ export class SqliteTimerStore implements TimerStore {
     historyEntries = 0,
   ): Promise<{ decisions: CommandDecision[]; done: boolean }> {
     const { tenantId, serviceCallIdPrefix } = prefix;
-    return this.#write(this.#writer.request("sweepPrefixCancel", [{ tenantId, serviceCallIdPrefix }, limit, nowMs, historyEntries]));
+    return this.#write(
+      this.#writer.submit({ op: "sweepPrefixCancel", prefix: { tenantId, serviceCallIdPrefix }, limit, nowMs, historyEntries }),
+    );
   }
 
   async releaseClaims(): Promise<void> {
@@ -252,8 +255,8 @@ export class SqliteTimerStore implements TimerStore {
   /** Retention's deletes, on the writer thread like every write. */
   get retention(): TimerRetention {
     return {
-      deleteFinalTimers: (cutoffMs, limit) => this.#writer.request("deleteFinalTimers", [cutoffMs, limit]),
-      deletePrefixCancels: (cutoffMs, limit) => this.#writer.request("deletePrefixCancels", [cutoffMs, limit]),
+      deleteFinalTimers: (cutoffMs, limit) => this.#writer.submit({ op: "deleteFinalTimers", cutoffMs, limit }),
+      deletePrefixCancels: (cutoffMs, limit) => this.#writer.submit({ op: "deletePrefixCancels", cutoffMs, limit }),
     };
   }
 
@@ -275,7 +278,7 @@ export class SqliteTimerStore implements TimerStore {
     readonly timeoutMs: number;
     readonly onResult?: (error: unknown) => void;
   }): void {
-    this.#health.startProbe(() => this.#writer.request("probe", []), options);
+    this.#health.startProbe(() => this.#writer.submit({ op: "probe" }), options);
   }
 
   /** Why the store is not healthy, for the outage log. */

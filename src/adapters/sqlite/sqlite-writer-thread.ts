@@ -2,7 +2,7 @@ import type { Worker } from "node:worker_threads";
 import { startModuleWorker } from "../module-worker.js";
 import type { SqliteConnectionOptions } from "./sqlite-connection.js";
 import type { SqliteWriter } from "./sqlite-writer.js";
-import type { WriterOp, WriterReply, WriterRequest } from "./sqlite-writer-protocol.js";
+import { performWriterCall, type WriterAnswers, type WriterCall, type WriterReply, type WriterRequest } from "./sqlite-writer-protocol.js";
 
 const WORKER = new URL("./sqlite-writer.worker.js", import.meta.url);
 
@@ -10,13 +10,6 @@ const CLOSED = () => new Error("the SQLite writer thread is closed");
 
 /** How long close() waits for the writes sent before it. */
 const CLOSE_TIMEOUT_MS = 10_000;
-
-type Result<K extends WriterOp> = K extends keyof SqliteWriter
-  ? SqliteWriter[K] extends (...args: never[]) => infer R
-    ? Awaited<R>
-    : never
-  : void;
-type Args<K extends WriterOp> = K extends keyof SqliteWriter ? (SqliteWriter[K] extends (...args: infer A) => unknown ? A : never) : [];
 
 interface Pending {
   readonly resolve: (value: unknown) => void;
@@ -29,9 +22,9 @@ function writerError(error: NonNullable<WriterReply["error"]>): Error {
 }
 
 /**
- * The main thread's handle on the writer thread (sqlite-writer.worker.ts): each call of a
- * SqliteWriter method is a message, answered once the thread has done it (after its commit). The
- * thread keeps the process alive only while an answer is awaited.
+ * The main thread's handle on the writer thread (sqlite-writer.worker.ts): each write
+ * (sqlite-writer-protocol.ts) is a message, answered once the thread has done it (after its
+ * commit). The thread keeps the process alive only while an answer is awaited.
  */
 export class SqliteWriterThread {
   #nextId = 1;
@@ -68,10 +61,10 @@ export class SqliteWriterThread {
     return this.#failure;
   }
 
-  request<K extends WriterOp>(op: K, args: Args<K>): Promise<Result<K>> {
+  submit<C extends WriterCall>(call: C): Promise<WriterAnswers[C["op"]]> {
     const id = this.#nextId++;
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    const request: WriterRequest = { id, op, args };
+    const request: WriterRequest = { ...call, id };
     try {
       // Throws (DataCloneError) before anything is sent when an argument cannot be copied.
       this.worker.postMessage(request);
@@ -80,7 +73,7 @@ export class SqliteWriterThread {
     }
     const promise = new Promise<unknown>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
     if (this.#pending.size === 1) this.worker.ref();
-    return promise as Promise<Result<K>>;
+    return promise as Promise<WriterAnswers[C["op"]]>;
   }
 
   /**
@@ -90,7 +83,7 @@ export class SqliteWriterThread {
   async close(): Promise<void> {
     if (this.#failure === undefined) {
       this.#closing = true;
-      const closed = this.request("close", []).catch(() => undefined);
+      const closed = this.submit({ op: "close" }).catch(() => undefined);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([closed, new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)))]);
       clearTimeout(timer);
@@ -116,12 +109,12 @@ export class SqliteWriterThread {
 }
 
 /** What the store needs of its writer: SqliteWriterThread, or InlineSqliteWriter in tests. */
-export type SqliteWriterHandle = Pick<SqliteWriterThread, "request" | "failure" | "close">;
+export type SqliteWriterHandle = Pick<SqliteWriterThread, "submit" | "failure" | "close">;
 
 /**
- * The same SqliteWriter behind the same requests, on the calling thread: for tests that reopen a
+ * The same SqliteWriter behind the same calls, on the calling thread: for tests that reopen a
  * store thousands of times (the model tests), where a thread costs up to a second to start under
- * tsx. Requests run one at a time in call order, each after the caller's turn, their arguments and
+ * tsx. Calls run one at a time in call order, each after the caller's turn, their arguments and
  * answers copied as postMessage copies them; the algorithm is the writer thread's.
  */
 export class InlineSqliteWriter implements SqliteWriterHandle {
@@ -134,22 +127,22 @@ export class InlineSqliteWriter implements SqliteWriterHandle {
     return this.#failure;
   }
 
-  request<K extends WriterOp>(op: K, args: Args<K>): Promise<Result<K>> {
+  submit<C extends WriterCall>(call: C): Promise<WriterAnswers[C["op"]]> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    let copied: unknown[];
+    let copied: C;
     try {
-      copied = structuredClone(args) as unknown[];
+      copied = structuredClone(call);
     } catch (error) {
       return Promise.reject(error);
     }
-    const answer = this.#queue.then(() => structuredClone((this.writer[op] as (...a: unknown[]) => unknown).apply(this.writer, copied)));
+    const answer = this.#queue.then(() => structuredClone(performWriterCall(this.writer, copied)));
     this.#queue = answer.catch(() => undefined);
-    return answer as Promise<Result<K>>;
+    return answer;
   }
 
   async close(): Promise<void> {
     if (this.#failure !== undefined) return;
-    await this.request("close", []).catch(() => undefined);
+    await this.submit({ op: "close" }).catch(() => undefined);
     this.#failure = new Error("the SQLite writer is closed");
   }
 }

@@ -1,9 +1,8 @@
 import { setImmediate, setTimeout } from "node:timers";
 import { parentPort, workerData } from "node:worker_threads";
-import type { Firing } from "../../app/timer-store.js";
 import { openSqliteConnection, type SqliteConnectionOptions } from "./sqlite-connection.js";
 import { SqliteWriter } from "./sqlite-writer.js";
-import type { WriterReply, WriterRequest } from "./sqlite-writer-protocol.js";
+import { performWriterCall, type WriterReply, type WriterRequest } from "./sqlite-writer-protocol.js";
 
 /**
  * The writer thread: every write to the SQLite file runs here, one request at a time in arrival
@@ -52,13 +51,15 @@ port.on("message", (request: WriterRequest) => {
 });
 port.postMessage({ ready: true });
 
+type FiringsRequest = Extract<WriterRequest, { op: "recordFirings" }>;
+
 function drain(): void {
   gathering = undefined;
   while (queue.length > 0) {
     if (queue[0]!.op === "recordFirings") {
       let count = 1;
       while (queue[count]?.op === "recordFirings") count += 1;
-      recordFirings(queue.splice(0, count));
+      recordFirings(queue.splice(0, count) as FiringsRequest[]);
     } else {
       handle(queue.shift()!);
     }
@@ -66,30 +67,23 @@ function drain(): void {
   draining = false;
 }
 
-function recordFirings(requests: readonly WriterRequest[]): void {
+/** The records of several requests in one transaction; each request gets its own part. */
+function recordFirings(requests: readonly FiringsRequest[]): void {
   try {
-    // Each request carries its calls (the main thread sends one); each gets its own part of the result.
-    const calls = requests.map((request) => request.args[0] as readonly (readonly Firing[])[]);
-    const recorded = writer.recordFirings(calls.length === 1 ? calls[0]! : calls.flat());
+    const recorded = writer.recordFirings(requests.map((request) => request.firings));
     lastFiringsAtMs = performance.now();
-    let offset = 0;
-    requests.forEach((request, i) => {
-      reply({ id: request.id, result: recorded.slice(offset, offset + calls[i]!.length) });
-      offset += calls[i]!.length;
-    });
+    requests.forEach((request, i) => reply({ id: request.id, result: recorded[i] }));
   } catch (error) {
     for (const request of requests) reply({ id: request.id, error: errorReply(error) });
   }
 }
 
 function handle(request: WriterRequest): void {
-  const { id, op, args } = request;
   try {
-    const result = (writer[op] as (...a: unknown[]) => unknown).apply(writer, args as unknown[]);
-    reply({ id, result });
-    if (op === "close") port.close();
+    reply({ id: request.id, result: performWriterCall(writer, request) });
+    if (request.op === "close") port.close();
   } catch (error) {
-    reply({ id, error: errorReply(error) });
+    reply({ id: request.id, error: errorReply(error) });
   }
 }
 
