@@ -15,8 +15,16 @@ export interface DueTimerLoopDeps {
   readonly pollingIntervalMs: number;
 }
 
-/** Polls in flight at once while a backlog drains. */
-const PIPELINE_DEPTH = 8;
+/**
+ * Polls whose publishes may still await their acks, while a backlog drains: what another tenant's
+ * newly due timer queues behind at the broker.
+ */
+const PUBLISHING_POLLS = 8;
+/**
+ * Polls not yet recorded: published ones wait for the writer here, not in the publishing slots, so
+ * that the next polls publish meanwhile and the records of several polls share one transaction.
+ */
+const POLLS_IN_FLIGHT = 32;
 /**
  * Under sustained firing (≥ 200 timers/s), polls start at least 10 ms apart: one commit per ~10 ms
  * of due timers instead of one per timer (see PollSpacing). 10 ms keeps lag p99 far inside the
@@ -66,22 +74,37 @@ export class DueTimerLoop extends PollingLoop {
    * Polls while batches come back full and returns how many due timers the chain found. Timers
    * stored behind the chain's cursor meanwhile are due already, so the next-due-time lookup after
    * the chain makes the loop poll again at once.
-   * Up to PIPELINE_DEPTH polls are in flight: the next one reads after the timers the previous ones
-   * took of each tenant while their publishes await their acks, so a backlog drains at the speed of
-   * the broker rather than of one round trip per batch. Each tenant's publish order stays oldest due first.
+   * Polls overlap: the next one reads after the timers the previous ones took of each tenant while
+   * their publishes await their acks (up to PUBLISHING_POLLS) and their records the writer (up to
+   * POLLS_IN_FLIGHT), so a backlog drains at the speed of the broker and the store rather than of
+   * one round trip per batch. Each tenant's publish order stays oldest due first. The chain ends
+   * once every poll is recorded: the next chain reads from the start, and must not find a timer
+   * published but not yet recorded.
    */
   private async pollUntilDrained(): Promise<number> {
     const { worker, logger } = this.deps;
     const inFlight: Promise<PollReport>[] = [];
+    // Of the polls started, those whose publishes may be unacked (settled ones are dropped as met).
+    const publishing: Promise<void>[] = [];
     let cursor: DueCursor | undefined;
     let more = true;
+    // A poll that failed (a publish, the record, the read) ends the chain as soon as it does, not
+    // once its turn comes to be awaited: no more polls start.
+    let faulted = false;
+    const fault = (): void => void (faulted = true);
     let failed = false;
     let found = 0;
     try {
-      while (more || inFlight.length > 0) {
-        if (more && inFlight.length < PIPELINE_DEPTH) {
+      while ((more && !faulted) || inFlight.length > 0) {
+        if (more && !faulted && inFlight.length < POLLS_IN_FLIGHT) {
+          if (publishing.length >= PUBLISHING_POLLS) {
+            await publishing.shift();
+            continue;
+          }
           const poll = worker.startPoll(cursor);
           inFlight.push(poll.done);
+          publishing.push(poll.published);
+          poll.done.then((report) => report.failed > 0 && fault(), fault);
           const read = await poll.read;
           cursor = read.last;
           more = read.full && !this.stopped;

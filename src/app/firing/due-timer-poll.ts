@@ -106,7 +106,11 @@ export class DueTimerPoll {
    * after them, so that the next poll can start while this one's publishes are still in flight —
    * and `done` once they are published and marked.
    */
-  startPoll(after?: DueCursor): { readonly read: Promise<PollRead>; readonly done: Promise<PollReport> } {
+  startPoll(after?: DueCursor): {
+    readonly read: Promise<PollRead>;
+    readonly published: Promise<void>;
+    readonly done: Promise<PollReport>;
+  } {
     const { store, clock, batchSize, owner, claimTtlMs } = this.deps;
     const startedAt = performance.now();
     const nowMs = clock.now();
@@ -121,14 +125,22 @@ export class DueTimerPoll {
       ...(from === undefined ? {} : { after: from }),
     });
     const read = due.then((timers): PollRead => ({ full: timers.length === batchSize, last: advanceDueCursor(from, timers) }));
-    const done = due.then((timers) => this.publishAndMark(timers, nowMs, startedAt));
+    let onPublished!: () => void;
+    const published = new Promise<void>((resolve) => (onPublished = resolve));
+    const done = due.then((timers) => this.publishAndMark(timers, nowMs, startedAt, onPublished));
+    // Never rejects: a failure surfaces through `done`.
+    done.finally(onPublished).catch(() => undefined);
     // A failed read surfaces through both promises; callers may await only one of them.
     read.catch(() => undefined);
-    done.catch(() => undefined);
-    return { read, done };
+    return { read, published, done };
   }
 
-  private async publishAndMark(claimed: readonly DueTimer[], nowMs: number, startedAt: number): Promise<PollReport> {
+  private async publishAndMark(
+    claimed: readonly DueTimer[],
+    nowMs: number,
+    startedAt: number,
+    onPublished: () => void,
+  ): Promise<PollReport> {
     const { clock, metrics, batchSize } = this.deps;
     const lanes = this.#lanes;
     const due = lanes.size === 0 ? claimed : claimed.filter((timer) => !lanes.holds(timer));
@@ -143,7 +155,7 @@ export class DueTimerPoll {
       return firing === undefined ? undefined : { timer, firing };
     });
     const fired = decided.filter((f): f is DueFiring => f !== undefined);
-    const { published, failed, marked } = await this.publishAndRecord(fired, nowMs);
+    const { published, failed, marked } = await this.publishAndRecord(fired, nowMs, onPublished);
     metrics.pollCompleted((performance.now() - startedAt) / 1000, clock.now());
     return { found: due.length, published, failed, marked, full: claimed.length === batchSize };
   }
@@ -178,10 +190,14 @@ export class DueTimerPoll {
     await this.publishAndRecord(fired, clock.now());
   }
 
-  /** Publishes the events of `fired`, then records what became of the timers, in one transaction. */
+  /**
+   * Publishes the events of `fired`, then records what became of the timers, in one transaction.
+   * `onPublished` is told once every publish is acked or failed, before the record.
+   */
   private async publishAndRecord(
     fired: readonly DueFiring[],
     nowMs: number,
+    onPublished?: () => void,
   ): Promise<{ readonly published: number; readonly failed: number; readonly marked: number }> {
     const { store, metrics, owner } = this.deps;
     const toPublish = fired.filter((f) => f.firing.kind !== "cancelled");
@@ -191,6 +207,7 @@ export class DueTimerPoll {
       this.deps,
       "publishing due events failed; the timers stay Scheduled and are retried",
     );
+    onPublished?.();
     // A timer a prefix cancel covers is recorded Cancelled without an event.
     const toRecord = fired.length === toPublish.length ? published : [...published, ...fired.filter((f) => f.firing.kind === "cancelled")];
     let marked = 0;

@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { DueTimerLoop } from "../../../src/app/firing/due-timer-loop.js";
 import { DueTimerPoll } from "../../../src/app/firing/due-timer-poll.js";
-import type { DueClaim, DueTimer } from "../../../src/app/timer-store.js";
+import type { DueClaim, DueTimer, Firing } from "../../../src/app/timer-store.js";
+import type { TimerKey } from "../../../src/domain/timer.js";
 import type { TimerCommand } from "../../../src/domain/timer-command.js";
 import { dateClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
@@ -53,6 +54,25 @@ class ObservedTimerStore extends DelegatingTimerStore {
   }
   get heldLookups(): number {
     return this.heldNextDueAt.length;
+  }
+
+  holdRecords = false;
+  failRecords = 0;
+  private heldRecords: (() => void)[] = [];
+  override async recordFirings(firings: readonly Firing[], owner: string): Promise<TimerKey[]> {
+    if (this.failRecords > 0) {
+      this.failRecords--;
+      throw new Error("SQLITE_IOERR: disk I/O error");
+    }
+    if (this.holdRecords) await new Promise<void>((resolve) => this.heldRecords.push(resolve));
+    return this.inner.recordFirings(firings, owner);
+  }
+  async untilHeldRecords(count: number): Promise<void> {
+    while (this.heldRecords.length < count) await flush();
+  }
+  releaseRecords(): void {
+    this.holdRecords = false;
+    for (const resolve of this.heldRecords.splice(0)) resolve();
   }
 }
 
@@ -237,6 +257,58 @@ describe("DueTimerLoop (fake timers)", () => {
     expect(Date.now()).toBe(T0);
     const dueTimes = publisher.attempts.map((a) => (a.event as { dueAtMs: number }).dueAtMs);
     expect(dueTimes).toEqual([...dueTimes].sort((x, y) => x - y));
+    expect(await store.inner.countScheduled()).toBe(0);
+  });
+
+  it("when the records wait for the store, then later polls still publish, up to 32 polls short of their records", async () => {
+    loop = buildLoop(10);
+    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
+    store.holdRecords = true;
+
+    loop.start();
+    await store.untilHeldRecords(32);
+    await flush();
+
+    // Every poll published; none recorded yet. With the records' wait counted in the publishing
+    // slots, 8 polls would be all.
+    expect(store.reads).toHaveLength(32);
+    expect(publisher.dueTimeReached).toHaveLength(320);
+    store.releaseRecords();
+    await flush();
+    await flush();
+    expect(publisher.dueTimeReached).toHaveLength(500);
+    expect(await store.inner.countScheduled()).toBe(0);
+  });
+
+  it("when publishes await their acks, then no more than 8 polls are publishing at once", async () => {
+    loop = buildLoop(10);
+    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
+    publisher.hold();
+
+    loop.start();
+    await publisher.whenPending(80);
+    await flush();
+
+    expect(store.reads).toHaveLength(8);
+    publisher.release();
+    await flush();
+    await flush();
+    expect(publisher.dueTimeReached).toHaveLength(500);
+  });
+
+  it("when a poll's record fails, then the chain starts no further poll and the loop retries after a backoff", async () => {
+    loop = buildLoop(10);
+    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
+    store.failRecords = 1;
+
+    loop.start();
+    await flush();
+    await flush();
+
+    // The failed record was the first poll's; the polls already publishing end, no new one starts.
+    expect(store.reads.length).toBeLessThanOrEqual(8);
+    expect(logger.entries.some((e) => e.message === "due-timer poll failed")).toBe(true);
+    await advance(INTERVAL);
     expect(await store.inner.countScheduled()).toBe(0);
   });
 

@@ -9,6 +9,8 @@ import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
 import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
+import { DelegatingTimerStore } from "../../support/fakes/delegating-timer-store.js";
+import type { Firing } from "../../../src/app/timer-store.js";
 
 const key = (serviceCallId: string, tenantId = "acme"): TimerKey => ({ tenantId, serviceCallId });
 
@@ -20,19 +22,19 @@ describe("DueTimerPoll.poll", () => {
   let logger: RecordingLogger;
   let commandTs: number;
 
-  const worker = (batchSize = 100) =>
-    new DueTimerPoll({
-      store,
-      publisher,
-      clock,
-      metrics,
-      logger,
-      batchSize,
-      owner: "test",
-      claimTtlMs: 30_000,
-      calendar: new CronerCalendar(),
-      catchUps: new InProcessCatchUps(new CronerCalendar()),
-    });
+  const workerDeps = (batchSize = 100) => ({
+    store,
+    publisher,
+    clock,
+    metrics,
+    logger,
+    batchSize,
+    owner: "test",
+    claimTtlMs: 30_000,
+    calendar: new CronerCalendar(),
+    catchUps: new InProcessCatchUps(new CronerCalendar()),
+  });
+  const worker = (batchSize = 100) => new DueTimerPoll(workerDeps(batchSize));
 
   async function apply(...commands: TimerCommand[]): Promise<void> {
     const decisions = await store.applyCommands(commands, { nowMs: clock.now() });
@@ -323,6 +325,28 @@ describe("DueTimerPoll.poll", () => {
     expect(read.full).toBe(false);
     expect(done).toBe(false);
     publisher.release();
+    expect((await poll.done).marked).toBe(1);
+  });
+
+  it("when the publishes are acked and the record is still being written, then `published` has resolved and `done` has not", async () => {
+    await apply(schedule("a", T0));
+    let releaseRecord!: () => void;
+    const recording = new Promise<void>((resolve) => (releaseRecord = resolve));
+    const held = new (class extends DelegatingTimerStore {
+      override async recordFirings(firings: readonly Firing[], owner: string) {
+        await recording;
+        return this.inner.recordFirings(firings, owner);
+      }
+    })(store);
+    const poll = new DueTimerPoll({ ...workerDeps(), store: held }).startPoll();
+    let done = false;
+    void poll.done.then(() => (done = true));
+
+    await poll.published;
+
+    expect(publisher.dueTimeReached.map((e) => e.serviceCallId)).toEqual(["a"]);
+    expect(done).toBe(false);
+    releaseRecord();
     expect((await poll.done).marked).toBe(1);
   });
 
