@@ -109,8 +109,10 @@ export interface TimerStore {
    * included) and, with a quota, the tenants' Scheduled counts read in the same transaction; it
    * stores every changed timer and records every accepted prefix cancel (timestamp = the command's,
    * its sweep restarted from the beginning of the prefix). Returns the decisions in command order
-   * once they are committed. A store shared by several instances makes concurrent calls end as some
-   * sequential order would.
+   * once they are committed. Calls take effect in the order they were made, even a call made before
+   * the one before it resolved (the call is queued before it first awaits): the application hands
+   * the next batch over without waiting for the last commit (TimerCommandProcessor). Across the
+   * instances sharing a store, concurrent calls end as some sequential order would.
    */
   applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<AppliedDecision[]>;
 
@@ -197,14 +199,6 @@ export interface TimerStore {
 
   /** Why the store is not answering, when its health check knows (never credentials). */
   readonly fault?: string | undefined;
-
-  /**
-   * True when `applyCommands` calls take effect in the order they were made, even a call made
-   * before the one before it resolved (one writer, one queue; the call is queued before it first
-   * awaits): the application may then hand it the next batch without waiting for the last commit.
-   * (The pending quota reads its counts inside the transaction, so it needs no wait either.)
-   */
-  readonly appliesInCallOrder?: boolean;
 
   /** Releases the storage; further calls fail. */
   close(): Promise<void>;

@@ -277,6 +277,18 @@ export function describeTimerStoreContract(name: string, open: () => Promise<Tim
         expect(await store.get(key("call-2"))).toMatchObject({ state: "Cancelled", dueAtMs: null, commandTs: 5 });
       });
 
+      it("when a call is made before the one before it resolved, then it takes effect after that one", async () => {
+        // The first call is the longer one: a store that ran both at once would likely commit the second first.
+        const bulk = Array.from({ length: 2_000 }, (_, i) => schedule(`bulk-${i}`, NOW + 60_000));
+        const first = store.applyCommands([...bulk, schedule("x", NOW + 1_000, { timestampMs: 5 })], decideAt(NOW));
+        const second = store.applyCommands([schedule("x", NOW + 2_000, { timestampMs: 5 })], decideAt(NOW));
+
+        const [, decisions] = await Promise.all([first, second]);
+
+        expect(decisions.map((d) => d.outcome)).toEqual(["accepted"]);
+        expect(await store.get(key("x"))).toMatchObject({ dueAtMs: NOW + 2_000, generation: 2 });
+      });
+
       it("when decisions are returned, then they are in command order", async () => {
         const decisions = await apply(schedule("b", NOW + 2), schedule("a", NOW + 1), cancel("c"));
 

@@ -118,6 +118,8 @@ interface FiringRow extends TimerKey {
  */
 export class PostgresTimerStore implements TimerStore {
   readonly #pool: pg.Pool;
+  /** Ends once every applyCommands call so far has (applyCommands). */
+  #lastApply: Promise<void> = Promise.resolve();
   #closed = false;
   #lastWriteFailed = false;
   /** The last failed write lost the connection or timed out: a successful health check clears it. */
@@ -160,7 +162,21 @@ export class PostgresTimerStore implements TimerStore {
     return withDeadline(read, this.timeoutMs, "Postgres read");
   }
 
-  async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
+  /**
+   * In call order: each call's transaction begins once the one before has ended (committed or
+   * failed), as on one connection; two batches in flight on two connections could otherwise
+   * commit in either order.
+   */
+  applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
+    const applied = this.#lastApply.then(() => this.#applyInTurn(commands, rules));
+    this.#lastApply = applied.then(
+      () => undefined,
+      () => undefined,
+    );
+    return applied;
+  }
+
+  async #applyInTurn(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
     if (commands.length === 0) return [];
     const { decisions, inserted } = await this.#write(() =>
       withRetry(() => inTransaction(this.#pool, (client) => this.#applyBatch(client, commands, rules))),

@@ -131,8 +131,6 @@ export class SqliteTimerStore implements TimerStore {
    * cancels joined the moment its commit is answered. (The writer decides with its own, exact copy.)
    */
   readonly #prefixIndex: PrefixCancelIndex;
-  /** The writer thread runs the calls in the order they were made (one queue). */
-  readonly appliesInCallOrder = true;
 
   constructor(
     db: Database.Database,
@@ -147,6 +145,7 @@ export class SqliteTimerStore implements TimerStore {
     this.#prefixIndex = new PrefixCancelIndex(this.#sql.selectPrefixCancels.all());
   }
 
+  /** In call order: the writer thread runs its requests in the order they were posted (one queue). */
   async applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<AppliedDecision[]> {
     const { decisions, cancels } = await this.#write(
       this.#writer.submit({ op: "applyCommands", commands, rules, recordedAtMs: this.#clock.now() }),

@@ -113,7 +113,7 @@ class CommandSpanAttributes implements TimerSpanAttributes {
  * says how to settle each message. A message is acked only after its effect is committed.
  */
 export class TimerCommandProcessor {
-  /** Resolves once the turns of every batch so far are over (each handed over, committed, or with nothing to apply). */
+  /** Resolves once the turns of every batch so far are over (each handed over, or with nothing to apply). */
   #lastApply: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: TimerCommandProcessorDeps) {}
@@ -229,11 +229,11 @@ export class TimerCommandProcessor {
 
   /**
    * A batch's turn to apply, after every batch that came before it: batches may be processed two at
-   * a time (one decoded while the other is stored), but they are applied in the order they came —
-   * this is the one place that keeps that order. A store that applies calls in call order (one
-   * writer, one queue) takes the next batch as soon as this one is handed to it; any other gets it
-   * after this one's commit. `end` (called once the batch is done, whatever happened) passes the
-   * turn on at the latest.
+   * a time (one decoded while the other is stored), but they are handed to the store in the order
+   * they came — this is the one place that keeps that order; the store applies its calls in call
+   * order (TimerStore.applyCommands), so the next batch is handed over as soon as this one is, and
+   * waits in the store behind this one's commit. `end` (called once the batch is done, whatever
+   * happened) passes the turn on at the latest.
    */
   private applyTurn(): ApplyTurn {
     const previous = this.#lastApply;
@@ -241,19 +241,13 @@ export class TimerCommandProcessor {
     const ended = new Promise<void>((resolve) => (end = resolve));
     // After the earlier turns too: a batch that ends its turn early must not let a later one overtake an earlier one.
     this.#lastApply = previous.then(() => ended);
-    const inCallOrder = this.deps.store.appliesInCallOrder === true;
     return {
       apply: async (commands, notes) => {
         await previous;
         // applyNow hands the batch to the store before it first awaits.
         const applying = this.applyNow(commands, notes);
-        if (inCallOrder) end();
-        try {
-          return await applying;
-        } finally {
-          // Not later: the batch's rejections, still to be published, must not hold up the next batch.
-          end();
-        }
+        end();
+        return applying;
       },
       end,
     };

@@ -34,12 +34,6 @@ class FlakyTimerStore extends DelegatingTimerStore {
 class HeldTimerStore extends DelegatingTimerStore {
   readonly log: string[] = [];
   readonly #held: (() => void)[] = [];
-  constructor(
-    inner: TimerStore,
-    readonly appliesInCallOrder: boolean,
-  ) {
-    super(inner);
-  }
   override async applyCommands(commands: readonly TimerCommand[], rules: DecideRules) {
     const name = commands.map((c) => (c.kind === "cancelPrefix" ? c.serviceCallIdPrefix : c.serviceCallId)).join();
     this.log.push(`call ${name}`);
@@ -473,8 +467,8 @@ describe("TimerCommandProcessor", () => {
   describe("batches in flight", () => {
     const batch = (serviceCallId: string) => rawCommand(scheduleSubject(), scheduleEnvelope({ serviceCallId, dueAtMs: T0 + 10 }));
 
-    it("when the store applies calls in call order, then the next batch is handed to it before the last one committed", async () => {
-      const held = new HeldTimerStore(memory, true);
+    it("when two batches come, then the next batch is handed to the store before the last one committed", async () => {
+      const held = new HeldTimerStore(memory);
       const commands = processor({ store: held });
 
       const first = commands.process([batch("a")]);
@@ -498,7 +492,7 @@ describe("TimerCommandProcessor", () => {
           return super.decode(raw);
         }
       })(decoderOptions());
-      const held = new HeldTimerStore(memory, true);
+      const held = new HeldTimerStore(memory);
       const commands = processor({ store: held, decoder: slow });
 
       const first = commands.process([batch("slow-1"), batch("slow-2"), batch("slow-3")]);
@@ -510,7 +504,7 @@ describe("TimerCommandProcessor", () => {
     });
 
     it("when a batch's rejection cannot be published yet, then the next batch is applied meanwhile", async () => {
-      const held = new HeldTimerStore(memory, false);
+      const held = new HeldTimerStore(memory);
       const commands = processor({ store: held });
       publisher.hold();
 
@@ -519,14 +513,14 @@ describe("TimerCommandProcessor", () => {
       await held.releaseTwo();
       await held.until(4);
 
-      expect(held.log).toEqual(["call a", "commit a", "call b", "commit b"]);
+      expect(held.log).toEqual(["call a", "call b", "commit a", "commit b"]);
       expect(await second).toEqual([{ kind: "ack" }]);
       publisher.release();
       expect((await first).map((s) => s.kind)).toEqual(["ack", "term"]);
     });
 
     it("when a batch has nothing to apply and its rejection cannot be published yet, then the next batch is applied meanwhile", async () => {
-      const held = new HeldTimerStore(memory, false);
+      const held = new HeldTimerStore(memory);
       const commands = processor({ store: held });
       publisher.hold();
 
@@ -540,8 +534,8 @@ describe("TimerCommandProcessor", () => {
       expect(await first).toEqual([{ kind: "term", reason: expect.stringContaining("INVALID_JSON") }]);
     });
 
-    it("when a batch between two others has nothing to apply, then the third still waits for the first", async () => {
-      const held = new HeldTimerStore(memory, false);
+    it("when a batch between two others has nothing to apply, then the third is still handed over after the first", async () => {
+      const held = new HeldTimerStore(memory);
       const commands = processor({ store: held });
 
       const first = commands.process([batch("a")]);
@@ -551,23 +545,11 @@ describe("TimerCommandProcessor", () => {
       await held.releaseTwo();
       await Promise.all([first, third]);
 
-      expect(held.log).toEqual(["call a", "commit a", "call c", "commit c"]);
+      expect(held.log).toEqual(["call a", "call c", "commit a", "commit c"]);
     });
 
-    it("when the store does not promise call order, then the next batch waits for the last commit", async () => {
-      const held = new HeldTimerStore(new MemoryTimerStore(), false);
-      const commands = processor({ store: held, maxPendingPerTenant: 0 });
-
-      const first = commands.process([batch("a")]);
-      const second = commands.process([batch("b")]);
-      await held.releaseTwo();
-      await Promise.all([first, second]);
-
-      expect(held.log).toEqual(["call a", "commit a", "call b", "commit b"]);
-    });
-
-    it("when the store promises call order and a pending quota is set, then the next batch is handed over before the last commit (the store counts in its transaction)", async () => {
-      const held = new HeldTimerStore(new MemoryTimerStore(), true);
+    it("when a pending quota is set, then the next batch is still handed over before the last commit (the store counts in its transaction)", async () => {
+      const held = new HeldTimerStore(new MemoryTimerStore());
       const commands = processor({ store: held, maxPendingPerTenant: 100 });
 
       const first = commands.process([batch("a")]);
