@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { encodeHeader, encodeRecord } from "../../src/app/transfer/transfer-lines.js";
-import { fixtureRecords } from "../support/transfer-fixtures.js";
+import { fixtureRecords, withoutHistory } from "../support/transfer-fixtures.js";
 
 /** The service's CLI (`npm run build` first). */
 const CLI = resolve(import.meta.dirname, "../../dist/cli/main.js");
@@ -58,7 +58,7 @@ describe("timer-service export and import", () => {
     expect(tenant.stdout.trim().split("\n").slice(1)).toEqual(
       records
         .filter((r) => (r.kind === "timer" ? r.timer.tenantId : r.prefixCancel.tenantId) === "globex")
-        .map((record) => encodeRecord(record, { history: false })),
+        .map((record) => encodeRecord(withoutHistory(record))),
     );
   });
 

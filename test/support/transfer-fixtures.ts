@@ -220,3 +220,10 @@ export async function exportedLines(records: AsyncIterable<TransferRecord>): Pro
   for await (const record of records) lines.push(encodeRecord(record));
   return lines;
 }
+
+/** `record` as an export without histories carries it. */
+export function withoutHistory(record: TransferRecord): TransferRecord {
+  if (record.kind !== "timer") return record;
+  const { history: _history, ...timer } = record.timer;
+  return { ...record, timer };
+}

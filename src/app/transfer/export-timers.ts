@@ -35,7 +35,7 @@ export async function exportTimers(
   for await (const record of records) {
     if (record.kind === "timer") timers++;
     else prefixCancels++;
-    chunk += `${encodeRecord(record, { history: options.history === true })}\n`;
+    chunk += `${encodeRecord(record)}\n`;
     if (chunk.length >= CHUNK_CHARS) {
       await options.write(chunk);
       chunk = "";

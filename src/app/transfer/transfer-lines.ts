@@ -72,10 +72,10 @@ export function decodeHeader(text: string | undefined): void {
 }
 
 /**
- * One export line. A timer's history (CONTRACT §19) is written only with `history`: the previous
- * release's import refuses a member it does not know, and rolling back is an export it imports.
+ * One export line, with the timer's history (CONTRACT §19) when the record carries one: an export
+ * for the previous release (whose import refuses a member it does not know) reads none.
  */
-export function encodeRecord(record: TransferRecord, { history: withHistory = true }: { readonly history?: boolean } = {}): string {
+export function encodeRecord(record: TransferRecord): string {
   if (record.kind === "prefixCancel") {
     const { tenantId, serviceCallIdPrefix, commandTs, recordedAtMs } = record.prefixCancel;
     const line: PrefixCancelLine = {
@@ -90,7 +90,7 @@ export function encodeRecord(record: TransferRecord, { history: withHistory = tr
   const { history } = record.timer;
   // The stored history is JSON already: spliced in as it is, not parsed and written again.
   const line = JSON.stringify(timerLine(record.timer));
-  return !withHistory || history == null || history.length <= 2 ? line : `${line.slice(0, -1)},"history":${history}}`;
+  return history == null || history.length <= 2 ? line : `${line.slice(0, -1)},"history":${history}}`;
 }
 
 /** Built member by member, not by spreads: an export writes millions of these. */

@@ -4,7 +4,7 @@ import { ImportLineError, importTimers } from "../../../src/app/transfer/import-
 import { exportTimers } from "../../../src/app/transfer/export-timers.js";
 import { MemoryTimerTransfer } from "../../../src/adapters/memory/memory-timer-transfer.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
-import { fixtureRecords } from "../../support/transfer-fixtures.js";
+import { fixtureRecords, withoutHistory } from "../../support/transfer-fixtures.js";
 
 const T0 = Date.parse("2026-11-28T12:00:00.000Z");
 const HEADER = encodeHeader({ exportedAtMs: T0, store: "sqlite" });
@@ -245,7 +245,7 @@ describe("exportTimers", () => {
     const chunks: string[] = [];
     await exportTimers(source, { nowMs: T0, write: (chunk) => void chunks.push(chunk) });
     const lines = chunks.join("").split("\n").slice(1, -1);
-    expect(lines).toEqual(records.map((record) => encodeRecord(record, { history: false })));
+    expect(lines).toEqual(records.map((record) => encodeRecord(withoutHistory(record))));
     expect(lines.some((line) => line.includes('"history"'))).toBe(false);
   });
 
