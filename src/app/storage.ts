@@ -22,6 +22,12 @@ export interface Storage {
   readonly exclusive?: { readonly id: string; readonly location: string };
   /** Other instances write it too, so counts read once at start go stale and are read again. */
   readonly shared: boolean;
+  /**
+   * Due-timer polls that may wait for their records at once (DueTimerLoop); absent: the loop's
+   * default. A store whose records take connections of the pool its command batches and health
+   * check need sets it low, so that a burst does not queue them behind its records.
+   */
+  readonly firingPollsInFlight?: number;
   /** Closes the store and everything the queries opened. */
   close(): Promise<void>;
 }

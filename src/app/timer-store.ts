@@ -111,7 +111,8 @@ export interface TimerStore {
    * its sweep restarted from the beginning of the prefix). Returns the decisions in command order
    * once they are committed. Calls take effect in the order they were made, even a call made before
    * the one before it resolved (the call is queued before it first awaits): the application hands
-   * the next batch over without waiting for the last commit (TimerCommandProcessor). Across the
+   * the next batch over without waiting for the last commit (TimerCommandProcessor). A call that
+   * fails or times out is redelivered after later ones, so its order is not kept. Across the
    * instances sharing a store, concurrent calls end as some sequential order would.
    */
   applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<AppliedDecision[]>;

@@ -194,7 +194,14 @@ export async function startTimerService(config: TimerServiceConfig, adapters: Ti
     idleCheckMs: 5_000,
     historyEntries: config.historyEntries,
   });
-  loop = new DueTimerLoop({ worker, store, clock, logger, pollingIntervalMs: config.pollingIntervalMs });
+  loop = new DueTimerLoop({
+    worker,
+    store,
+    clock,
+    logger,
+    pollingIntervalMs: config.pollingIntervalMs,
+    ...(openedStorage.firingPollsInFlight === undefined ? {} : { pollsInFlight: openedStorage.firingPollsInFlight }),
+  });
   const runningLoop = loop;
   const natsOutcomes = new NatsCommandOutcomes(connectedBroker.connection, { subjectPrefix: config.subjectPrefix, logger });
   const processor = new TimerCommandProcessor({

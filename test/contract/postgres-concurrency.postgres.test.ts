@@ -104,6 +104,28 @@ function migrationsInFolder(): unknown[] {
 const keyString = (key: TimerKey) => `${key.tenantId}/${key.serviceCallId}`;
 
 describe("PostgresTimerStore shared by several instances", () => {
+  it("when a call fails, then the call made after it still runs, in its turn", async () => {
+    const store = await open(newSchema());
+    const schedule = (serviceCallId: string, data: string | null): KeyCommand => ({
+      kind: "schedule",
+      tenantId: "acme",
+      serviceCallId,
+      dueAtMs: NOW + 60_000,
+      data,
+      correlationId: null,
+      timestampMs: 1,
+    });
+
+    // Postgres text cannot hold U+0000: the first call's transaction fails.
+    const failing = store.applyCommands([schedule("bad", "\u0000")], decide);
+    const next = store.applyCommands([schedule("good", null)], decide);
+
+    await expect(failing).rejects.toThrow();
+    expect((await next).map((d) => d.outcome)).toEqual(["accepted"]);
+    expect(await store.get({ tenantId: "acme", serviceCallId: "good" })).toMatchObject({ state: "Scheduled" });
+    expect(await store.get({ tenantId: "acme", serviceCallId: "bad" })).toBeUndefined();
+  });
+
   it("when two stores apply conflicting commands for the same keys in parallel, then the rows end where the sequential model ends", async () => {
     const schema = newSchema();
     const [first, second] = [await open(schema), await open(schema)];

@@ -118,7 +118,7 @@ interface FiringRow extends TimerKey {
  */
 export class PostgresTimerStore implements TimerStore {
   readonly #pool: pg.Pool;
-  /** Ends once every applyCommands call so far has (applyCommands). */
+  /** Settles once every applyCommands call so far has ended. */
   #lastApply: Promise<void> = Promise.resolve();
   #closed = false;
   #lastWriteFailed = false;
@@ -163,9 +163,10 @@ export class PostgresTimerStore implements TimerStore {
   }
 
   /**
-   * In call order: each call's transaction begins once the one before has ended (committed or
-   * failed), as on one connection; two batches in flight on two connections could otherwise
-   * commit in either order.
+   * In call order: each call's transaction begins once the call before has ended (committed or
+   * failed), as on one connection; two batches in flight on two connections could otherwise commit
+   * in either order. A call that timed out has ended for this order while its transaction may still
+   * commit; its batch is redelivered after later ones anyway, like any batch that failed.
    */
   applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
     const applied = this.#lastApply.then(() => this.#applyInTurn(commands, rules));

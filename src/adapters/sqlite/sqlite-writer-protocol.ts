@@ -49,32 +49,25 @@ export interface WriterReply {
   readonly error?: { readonly message: string; readonly code?: string; readonly name?: string };
 }
 
+/** Each call on the writer, typed by what it answers. */
+const PERFORM: { readonly [K in WriterCall["op"]]: (writer: SqliteWriter, call: Extract<WriterCall, { op: K }>) => WriterAnswers[K] } = {
+  applyCommands: (writer, call) => writer.applyCommands(call.commands, call.rules, call.recordedAtMs),
+  recordFirings: (writer, call) => writer.recordFirings([call.firings])[0]!,
+  recordDeadlines: (writer, call) => writer.recordDeadlines(call.records),
+  sweepPrefixCancel: (writer, call) => writer.sweepPrefixCancel(call.prefix, call.limit, call.nowMs, call.historyEntries),
+  deleteFinalTimers: (writer, call) => writer.deleteFinalTimers(call.cutoffMs, call.limit),
+  deletePrefixCancels: (writer, call) => writer.deletePrefixCancels(call.cutoffMs, call.limit),
+  probe: (writer) => writer.probe(),
+  close: (writer) => writer.close(),
+};
+
 /**
  * Runs one call on `writer`: the one place a message becomes a method call, for the writer thread
  * and for the inline writer of the tests alike. Firing records are gathered across messages by the
  * thread (sqlite-writer.worker.ts); one here is a call of its own.
  */
 export function performWriterCall<C extends WriterCall>(writer: SqliteWriter, call: C): WriterAnswers[C["op"]] {
-  return performCall(writer, call) as WriterAnswers[C["op"]];
-}
-
-function performCall(writer: SqliteWriter, call: WriterCall): WriterAnswers[WriterCall["op"]] {
-  switch (call.op) {
-    case "applyCommands":
-      return writer.applyCommands(call.commands, call.rules, call.recordedAtMs);
-    case "recordFirings":
-      return writer.recordFirings([call.firings])[0]!;
-    case "recordDeadlines":
-      return writer.recordDeadlines(call.records);
-    case "sweepPrefixCancel":
-      return writer.sweepPrefixCancel(call.prefix, call.limit, call.nowMs, call.historyEntries);
-    case "deleteFinalTimers":
-      return writer.deleteFinalTimers(call.cutoffMs, call.limit);
-    case "deletePrefixCancels":
-      return writer.deletePrefixCancels(call.cutoffMs, call.limit);
-    case "probe":
-      return writer.probe();
-    case "close":
-      return writer.close();
-  }
+  // The table's own type ties each entry to its call and answer; indexing by a generic op loses that link.
+  const perform = PERFORM[call.op] as unknown as (writer: SqliteWriter, call: C) => WriterAnswers[C["op"]];
+  return perform(writer, call);
 }

@@ -13,6 +13,8 @@ export interface DueTimerLoopDeps {
   readonly logger: Logger;
   /** The longest the loop ever sleeps: the safety net under the precise wake-ups. */
   readonly pollingIntervalMs: number;
+  /** Polls not yet recorded, at most (default POLLS_IN_FLIGHT). */
+  readonly pollsInFlight?: number;
 }
 
 /**
@@ -24,7 +26,7 @@ const PUBLISHING_POLLS = 8;
  * Polls not yet recorded: published ones wait for the writer here, not in the publishing slots, so
  * that the next polls publish meanwhile and the records of several polls share one transaction.
  */
-const POLLS_IN_FLIGHT = 32;
+export const POLLS_IN_FLIGHT = 32;
 /**
  * Under sustained firing (≥ 200 timers/s), polls start at least 10 ms apart: one commit per ~10 ms
  * of due timers instead of one per timer (see PollSpacing). 10 ms keeps lag p99 far inside the
@@ -83,8 +85,10 @@ export class DueTimerLoop extends PollingLoop {
    */
   private async pollUntilDrained(): Promise<number> {
     const { worker, logger } = this.deps;
+    const pollsInFlight = Math.max(this.deps.pollsInFlight ?? POLLS_IN_FLIGHT, PUBLISHING_POLLS);
     const inFlight: Promise<PollReport>[] = [];
-    // Of the polls started, those whose publishes may be unacked (settled ones are dropped as met).
+    // The `published` of the polls started, oldest first: the oldest is awaited when
+    // PUBLISHING_POLLS are listed (one that settled is then passed at once).
     const publishing: Promise<void>[] = [];
     let cursor: DueCursor | undefined;
     let more = true;
@@ -92,11 +96,12 @@ export class DueTimerLoop extends PollingLoop {
     // once its turn comes to be awaited: no more polls start.
     let faulted = false;
     const fault = (): void => void (faulted = true);
+    const mayStart = (): boolean => more && !faulted && !this.stopped;
     let failed = false;
     let found = 0;
     try {
-      while ((more && !faulted) || inFlight.length > 0) {
-        if (more && !faulted && inFlight.length < POLLS_IN_FLIGHT) {
+      while (mayStart() || inFlight.length > 0) {
+        if (mayStart() && inFlight.length < pollsInFlight) {
           if (publishing.length >= PUBLISHING_POLLS) {
             await publishing.shift();
             continue;

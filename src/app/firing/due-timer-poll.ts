@@ -103,8 +103,9 @@ export class DueTimerPoll {
 
   /**
    * Starts one poll. `read` resolves as soon as the due timers are read — with the chain's cursor
-   * after them, so that the next poll can start while this one's publishes are still in flight —
-   * and `done` once they are published and marked.
+   * after them, so that the next poll can start while this one's publishes are still in flight —,
+   * `published` once every publish is acked or failed (never rejects), and `done` once the timers
+   * are published and marked.
    */
   startPoll(after?: DueCursor): {
     readonly read: Promise<PollRead>;

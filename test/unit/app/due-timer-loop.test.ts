@@ -68,7 +68,10 @@ class ObservedTimerStore extends DelegatingTimerStore {
     return this.inner.recordFirings(firings, owner);
   }
   async untilHeldRecords(count: number): Promise<void> {
-    while (this.heldRecords.length < count) await flush();
+    for (let turns = 0; this.heldRecords.length < count; turns++) {
+      if (turns === 1_000) throw new Error(`${this.heldRecords.length} records held, not ${count}`);
+      await flush();
+    }
   }
   releaseRecords(): void {
     this.holdRecords = false;
@@ -83,7 +86,7 @@ describe("DueTimerLoop (fake timers)", () => {
   let loop: DueTimerLoop;
   let commandTs = 0;
 
-  function buildLoop(batchSize = 100): DueTimerLoop {
+  function buildLoop(batchSize = 100, pollsInFlight?: number): DueTimerLoop {
     const metrics = new RecordingMetrics();
     const worker = new DueTimerPoll({
       store,
@@ -97,7 +100,14 @@ describe("DueTimerLoop (fake timers)", () => {
       calendar: new CronerCalendar(),
       catchUps: new InProcessCatchUps(new CronerCalendar()),
     });
-    return new DueTimerLoop({ worker, store, clock: dateClock, logger, pollingIntervalMs: INTERVAL });
+    return new DueTimerLoop({
+      worker,
+      store,
+      clock: dateClock,
+      logger,
+      pollingIntervalMs: INTERVAL,
+      ...(pollsInFlight === undefined ? {} : { pollsInFlight }),
+    });
   }
 
   async function schedule(serviceCallId: string, dueAtMs: number): Promise<void> {
@@ -269,8 +279,7 @@ describe("DueTimerLoop (fake timers)", () => {
     await store.untilHeldRecords(32);
     await flush();
 
-    // Every poll published; none recorded yet. With the records' wait counted in the publishing
-    // slots, 8 polls would be all.
+    // 32 polls read and published while none is recorded: the records wait outside the 8 publishing slots.
     expect(store.reads).toHaveLength(32);
     expect(publisher.dueTimeReached).toHaveLength(320);
     store.releaseRecords();
@@ -278,6 +287,22 @@ describe("DueTimerLoop (fake timers)", () => {
     await flush();
     expect(publisher.dueTimeReached).toHaveLength(500);
     expect(await store.inner.countScheduled()).toBe(0);
+  });
+
+  it("when the store asks for fewer polls in flight, then no more wait for their records", async () => {
+    loop = buildLoop(10, 8);
+    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
+    store.holdRecords = true;
+
+    loop.start();
+    await store.untilHeldRecords(8);
+    await flush();
+
+    expect(store.reads).toHaveLength(8);
+    store.releaseRecords();
+    await flush();
+    await flush();
+    expect(publisher.dueTimeReached).toHaveLength(500);
   });
 
   it("when publishes await their acks, then no more than 8 polls are publishing at once", async () => {
@@ -309,6 +334,31 @@ describe("DueTimerLoop (fake timers)", () => {
     expect(store.reads.length).toBeLessThanOrEqual(8);
     expect(logger.entries.some((e) => e.message === "due-timer poll failed")).toBe(true);
     await advance(INTERVAL);
+    expect(await store.inner.countScheduled()).toBe(0);
+  });
+
+  it("when a poll's record fails while later polls still wait for theirs, then the chain ends only once they are recorded, and only the failed poll's timers go out twice", async () => {
+    loop = buildLoop(10);
+    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
+    store.failRecords = 1;
+    store.holdRecords = true;
+
+    loop.start();
+    await store.untilHeldRecords(1);
+    await flush();
+    const reads = store.reads.length;
+    const published = publisher.dueTimeReached.length;
+    await advance(INTERVAL);
+
+    // Past every backoff: the chain still waits for the held records, so nothing is read again.
+    expect(store.reads).toHaveLength(reads);
+    expect(publisher.dueTimeReached).toHaveLength(published);
+    store.releaseRecords();
+    await advance(INTERVAL);
+    const ids = publisher.dueTimeReached.map((e) => e.serviceCallId);
+    expect(new Set(ids).size).toBe(500);
+    const twice = ids.filter((id, i) => ids.indexOf(id) !== i);
+    expect(twice.every((id) => id < "t010")).toBe(true);
     expect(await store.inner.countScheduled()).toBe(0);
   });
 

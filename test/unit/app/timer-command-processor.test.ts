@@ -48,7 +48,10 @@ class HeldTimerStore extends DelegatingTimerStore {
     await new Promise((resolve) => setImmediate(resolve));
   }
   async until(count: number): Promise<void> {
-    while (this.log.length < count) await new Promise((resolve) => setImmediate(resolve));
+    for (let turns = 0; this.log.length < count; turns++) {
+      if (turns === 1_000) throw new Error(`${this.log.length} calls and commits logged, not ${count}: ${this.log.join(", ")}`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
   /** Lets the first of two calls go on, then the second once it has come too. */
   async releaseTwo(): Promise<void> {
