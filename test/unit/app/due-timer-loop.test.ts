@@ -110,6 +110,11 @@ describe("DueTimerLoop (fake timers)", () => {
     });
   }
 
+  /** `count` timers t000, t001, … due before now, oldest first. */
+  async function scheduleBacklog(count: number): Promise<void> {
+    for (let i = 0; i < count; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - count + i);
+  }
+
   async function schedule(serviceCallId: string, dueAtMs: number): Promise<void> {
     const command: TimerCommand = {
       kind: "schedule",
@@ -270,44 +275,34 @@ describe("DueTimerLoop (fake timers)", () => {
     expect(await store.inner.countScheduled()).toBe(0);
   });
 
-  it("when the records wait for the store, then later polls still publish, up to 32 polls short of their records", async () => {
-    loop = buildLoop(10);
-    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
-    store.holdRecords = true;
+  // The records wait outside the 8 publishing slots: as many polls read and publish as may await their records.
+  it.each([
+    { asked: undefined, polls: 32 },
+    { asked: 8, polls: 8 },
+  ])(
+    "when the records wait for the store (polls in flight asked: $asked), then $polls polls publish before any is recorded",
+    async ({ asked, polls }) => {
+      loop = buildLoop(10, asked);
+      await scheduleBacklog(500);
+      store.holdRecords = true;
 
-    loop.start();
-    await store.untilHeldRecords(32);
-    await flush();
+      loop.start();
+      await store.untilHeldRecords(polls);
+      await flush();
 
-    // 32 polls read and published while none is recorded: the records wait outside the 8 publishing slots.
-    expect(store.reads).toHaveLength(32);
-    expect(publisher.dueTimeReached).toHaveLength(320);
-    store.releaseRecords();
-    await flush();
-    await flush();
-    expect(publisher.dueTimeReached).toHaveLength(500);
-    expect(await store.inner.countScheduled()).toBe(0);
-  });
-
-  it("when the store asks for fewer polls in flight, then no more wait for their records", async () => {
-    loop = buildLoop(10, 8);
-    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
-    store.holdRecords = true;
-
-    loop.start();
-    await store.untilHeldRecords(8);
-    await flush();
-
-    expect(store.reads).toHaveLength(8);
-    store.releaseRecords();
-    await flush();
-    await flush();
-    expect(publisher.dueTimeReached).toHaveLength(500);
-  });
+      expect(store.reads).toHaveLength(polls);
+      expect(publisher.dueTimeReached).toHaveLength(polls * 10);
+      store.releaseRecords();
+      await flush();
+      await flush();
+      expect(publisher.dueTimeReached).toHaveLength(500);
+      expect(await store.inner.countScheduled()).toBe(0);
+    },
+  );
 
   it("when publishes await their acks, then no more than 8 polls are publishing at once", async () => {
     loop = buildLoop(10);
-    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
+    await scheduleBacklog(500);
     publisher.hold();
 
     loop.start();
@@ -323,7 +318,7 @@ describe("DueTimerLoop (fake timers)", () => {
 
   it("when a poll's record fails, then the chain starts no further poll and the loop retries after a backoff", async () => {
     loop = buildLoop(10);
-    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
+    await scheduleBacklog(500);
     store.failRecords = 1;
 
     loop.start();
@@ -339,7 +334,7 @@ describe("DueTimerLoop (fake timers)", () => {
 
   it("when a poll's record fails while later polls still wait for theirs, then the chain ends only once they are recorded, and only the failed poll's timers go out twice", async () => {
     loop = buildLoop(10);
-    for (let i = 0; i < 500; i++) await schedule(`t${String(i).padStart(3, "0")}`, T0 - 500 + i);
+    await scheduleBacklog(500);
     store.failRecords = 1;
     store.holdRecords = true;
 
