@@ -12,7 +12,7 @@ import {
   type FaultHarness,
 } from "./fault-support.js";
 
-const TIMERS = 2_000;
+const TIMERS = 4_000;
 
 /**
  * CONTRACT §3.1 and §3.8: a kill between publish and mark republishes after the restart (at least
@@ -22,18 +22,18 @@ describe("kill -9 while due timers are being fired", () => {
   let harness: FaultHarness;
 
   beforeAll(async () => {
-    // Small batches: 2000 timers due at one instant take 400 polls (a second or two), so a kill lands
-    // mid-firing even when the stream reader notices the first event late on a loaded machine.
+    // Small batches: 4000 timers due at one instant take 2000 polls, so a kill lands mid-firing
+    // even when the stream reader notices the first event late on a loaded machine.
     // With TEST_TIMER_STORE=postgres the killed process's claims (one batch) are held by an owner
     // that no longer exists until they expire: 2 s rather than the default 30 s (CONTRACT §6).
-    harness = await startFaultHarness({ TIMER_BATCH_SIZE: "5", TIMER_POLLING_INTERVAL: "1000", TIMER_CLAIM_TTL_MS: "2000" });
+    harness = await startFaultHarness({ TIMER_BATCH_SIZE: "2", TIMER_POLLING_INTERVAL: "1000", TIMER_CLAIM_TTL_MS: "2000" });
   });
 
   afterAll(() => harness?.dispose());
 
-  it("when the service is killed with SIGKILL mid-firing of 2000 timers due at one instant, then after a restart every timer has fired and no event id is stored twice", async () => {
+  it("when the service is killed with SIGKILL mid-firing of 4000 timers due at one instant, then after a restart every timer has fired and no event id is stored twice", async () => {
     const { service, client, reader } = harness;
-    const dueAtMs = Date.now() + 4_000;
+    const dueAtMs = Date.now() + 8_000;
     const timers: PlannedTimer[] = Array.from({ length: TIMERS }, (_, i) => ({ serviceCallId: `burst-${i}`, dueAtMs }));
     await scheduleAll(client, timers, { concurrency: 200 });
     await waitUntilStored(client, service, TIMERS);
@@ -44,11 +44,13 @@ describe("kill -9 while due timers are being fired", () => {
 
     const jsm = await jetstreamManager(client.connection);
     const storedBeforeKill = (await jsm.streams.info("TIMER_EVENTS")).state.messages;
-    expect(storedBeforeKill, "the kill must land mid-firing").toBeGreaterThan(0);
-    expect(storedBeforeKill, "the kill must land mid-firing").toBeLessThan(TIMERS);
     // Published but not marked Reached when killed: these are published again after the restart.
     const reachedAtKill = [...(await storedTimerStatesOf(service)).values()].filter((state) => state === "Reached").length;
     const republished = storedBeforeKill - reachedAtKill;
+    // Mid-firing: some events out, and some timers not yet recorded (published or not). Polls publish
+    // ahead of their records, so every event may be out while records are still being written.
+    expect(storedBeforeKill, "the kill must land mid-firing").toBeGreaterThan(0);
+    expect(reachedAtKill, "the kill must land mid-firing").toBeLessThan(TIMERS);
 
     await service.restart();
     await reader.waitForTimers(
