@@ -119,7 +119,7 @@ interface FiringRow extends TimerKey {
 export class PostgresTimerStore implements TimerStore {
   readonly #pool: pg.Pool;
   /** Settles once every applyCommands call so far has ended. */
-  #lastApply: Promise<void> = Promise.resolve();
+  #lastApply: Promise<unknown> = Promise.resolve();
   #closed = false;
   #lastWriteFailed = false;
   /** The last failed write lost the connection or timed out: a successful health check clears it. */
@@ -170,10 +170,7 @@ export class PostgresTimerStore implements TimerStore {
    */
   applyCommands(commands: readonly TimerCommand[], rules: DecideRules): Promise<CommandDecision[]> {
     const applied = this.#lastApply.then(() => this.#applyInTurn(commands, rules));
-    this.#lastApply = applied.then(
-      () => undefined,
-      () => undefined,
-    );
+    this.#lastApply = applied.catch(() => undefined);
     return applied;
   }
 

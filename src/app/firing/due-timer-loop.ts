@@ -26,7 +26,7 @@ const PUBLISHING_POLLS = 8;
  * Polls not yet recorded: published ones wait for the writer here, not in the publishing slots, so
  * that the next polls publish meanwhile and the records of several polls share one transaction.
  */
-export const POLLS_IN_FLIGHT = 32;
+const POLLS_IN_FLIGHT = 32;
 /**
  * Under sustained firing (≥ 200 timers/s), polls start at least 10 ms apart: one commit per ~10 ms
  * of due timers instead of one per timer (see PollSpacing). 10 ms keeps lag p99 far inside the
@@ -97,7 +97,6 @@ export class DueTimerLoop extends PollingLoop {
     let faulted = false;
     const fault = (): void => void (faulted = true);
     const mayStart = (): boolean => more && !faulted && !this.stopped;
-    let failed = false;
     let found = 0;
     try {
       while (mayStart() || inFlight.length > 0) {
@@ -115,12 +114,8 @@ export class DueTimerLoop extends PollingLoop {
           more = read.full && !this.stopped;
           continue;
         }
-        const report = await inFlight.shift()!;
-        found += report.found;
-        if (report.failed > 0) {
-          failed = true;
-          more = false;
-        }
+        // A report with failed publishes set `faulted` before this await resumes (its handler came first).
+        found += (await inFlight.shift()!).found;
       }
     } catch (error) {
       await Promise.allSettled(inFlight);
@@ -128,7 +123,7 @@ export class DueTimerLoop extends PollingLoop {
       logger.error({ err: error, consecutiveFailures: this.consecutiveFailures }, "due-timer poll failed");
       return found;
     }
-    if (failed) {
+    if (faulted) {
       this.consecutiveFailures++;
       return found;
     }

@@ -4,6 +4,7 @@
  * while the poll fires every other tenant's timers; the tenant's later due timers fire after it, in
  * the tenant's order. The calculator is held by hand, so nothing here waits on time.
  */
+import { dueTimerPollDeps } from "../../support/fakes/due-timer-poll-deps.js";
 import { beforeEach, describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
@@ -68,19 +69,18 @@ describe("catch-up lanes", () => {
     catchUps = new HeldCatchUps();
     drained = 0;
     commandTs = 0;
-    worker = new DueTimerPoll({
-      store,
-      publisher,
-      clock,
-      metrics: new RecordingMetrics(),
-      logger: new RecordingLogger(),
-      batchSize: 100,
-      owner: "test",
-      claimTtlMs: 30_000,
-      calendar,
-      catchUps,
-      onCatchUpsDone: () => drained++,
-    });
+    worker = new DueTimerPoll(
+      dueTimerPollDeps({
+        store,
+        publisher,
+        clock,
+        metrics: new RecordingMetrics(),
+        logger: new RecordingLogger(),
+        calendar,
+        catchUps,
+        onCatchUpsDone: () => drained++,
+      }),
+    );
   });
 
   async function apply(...commands: TimerCommand[]): Promise<void> {

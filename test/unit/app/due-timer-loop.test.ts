@@ -1,3 +1,4 @@
+import { dueTimerPollDeps } from "../../support/fakes/due-timer-poll-deps.js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { DueTimerLoop } from "../../../src/app/firing/due-timer-loop.js";
@@ -10,8 +11,6 @@ import { RecordingEventPublisher } from "../../support/fakes/recording-event-pub
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
 import { DelegatingTimerStore } from "../../support/fakes/delegating-timer-store.js";
-import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 
 // Captured before the timers are faked: one real macrotask turn runs every pending microtask, i.e.
 // everything the loop can do without a (fake) timer firing.
@@ -88,18 +87,7 @@ describe("DueTimerLoop (fake timers)", () => {
 
   function buildLoop(batchSize = 100, pollsInFlight?: number): DueTimerLoop {
     const metrics = new RecordingMetrics();
-    const worker = new DueTimerPoll({
-      store,
-      publisher,
-      clock: dateClock,
-      metrics,
-      logger,
-      batchSize,
-      owner: "test",
-      claimTtlMs: 30_000,
-      calendar: new CronerCalendar(),
-      catchUps: new InProcessCatchUps(new CronerCalendar()),
-    });
+    const worker = new DueTimerPoll(dueTimerPollDeps({ store, publisher, clock: dateClock, metrics, logger, batchSize }));
     return new DueTimerLoop({
       worker,
       store,

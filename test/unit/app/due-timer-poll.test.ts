@@ -1,3 +1,4 @@
+import { dueTimerPollDeps } from "../../support/fakes/due-timer-poll-deps.js";
 import { beforeEach, describe, expect, it } from "vitest";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { DueTimerPoll } from "../../../src/app/firing/due-timer-poll.js";
@@ -7,8 +8,6 @@ import { FakeClock, T0 } from "../../support/fakes/fake-clock.js";
 import { RecordingEventPublisher } from "../../support/fakes/recording-event-publisher.js";
 import { RecordingLogger } from "../../support/fakes/recording-logger.js";
 import { RecordingMetrics } from "../../support/fakes/recording-metrics.js";
-import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 import { DelegatingTimerStore } from "../../support/fakes/delegating-timer-store.js";
 import type { Firing } from "../../../src/app/timer-store.js";
 
@@ -22,18 +21,7 @@ describe("DueTimerPoll.poll", () => {
   let logger: RecordingLogger;
   let commandTs: number;
 
-  const workerDeps = (batchSize = 100) => ({
-    store,
-    publisher,
-    clock,
-    metrics,
-    logger,
-    batchSize,
-    owner: "test",
-    claimTtlMs: 30_000,
-    calendar: new CronerCalendar(),
-    catchUps: new InProcessCatchUps(new CronerCalendar()),
-  });
+  const workerDeps = (batchSize = 100) => dueTimerPollDeps({ store, publisher, clock, metrics, logger, batchSize });
   const worker = (batchSize = 100) => new DueTimerPoll(workerDeps(batchSize));
 
   async function apply(...commands: TimerCommand[]): Promise<void> {

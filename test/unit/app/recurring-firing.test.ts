@@ -3,9 +3,9 @@
  * processor, polls of the worker, a memory store and the croner calendar. No test sleeps: the clock
  * is set to each instant of interest (DST days in 2026) and one poll runs there.
  */
+import { dueTimerPollDeps } from "../../support/fakes/due-timer-poll-deps.js";
 import { beforeEach, describe, expect, it } from "vitest";
 import { CronerCalendar } from "../../../src/adapters/cron/croner-calendar.js";
-import { InProcessCatchUps } from "../../support/fakes/in-process-catch-ups.js";
 import { MemoryTimerStore } from "../../../src/adapters/memory/memory-timer-store.js";
 import { CommandDecoder } from "../../../src/app/commands/command-decoder.js";
 import { PrefixCancelSweeper } from "../../../src/app/commands/prefix-cancel-sweeper.js";
@@ -38,18 +38,7 @@ describe("recurring timers, lateness and prefix cancel (CONTRACT §10), with an 
     const calendar = new CronerCalendar();
     const decoder = new CommandDecoder({ subjectPrefix: "timer", maxHorizonDays: 3650, maxClockSkewMs: 86_400_000, clock, calendar });
     processor = new TimerCommandProcessor({ decoder, store, publisher, clock, metrics, logger: silentLogger, onScheduled: () => {} });
-    worker = new DueTimerPoll({
-      store,
-      publisher,
-      clock,
-      metrics,
-      logger: silentLogger,
-      batchSize: 100,
-      owner: "test",
-      claimTtlMs: 30_000,
-      calendar,
-      catchUps: new InProcessCatchUps(calendar),
-    });
+    worker = new DueTimerPoll(dueTimerPollDeps({ store, publisher, clock, metrics, logger: silentLogger, calendar }));
     sweeper = new PrefixCancelSweeper({ store, clock, metrics, logger: silentLogger, batchSize: 2, idleCheckMs: 1_000 });
     ts = 0;
   });
